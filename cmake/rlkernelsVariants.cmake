@@ -1,0 +1,31 @@
+# Helpers that build one source for several backends (project-internal; not installed).
+#
+# rlk_add_variants(<name> SOURCE <file> [CUDA] [LIBRARIES <libs...>] [DEFINITIONS <defs...>])
+#   Creates <name>_serial and <name>_openmp from <file>, compiled with RLK_BACKEND_SERIAL or
+#   RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
+#   .cu file that includes <file>, compiled with RLK_BACKEND_CUDA. The list of targets made is
+#   returned in <name>_TARGETS.
+function(rlk_add_variants name)
+  cmake_parse_arguments(ARG "CUDA" "SOURCE" "LIBRARIES;DEFINITIONS;OPTIONS" ${ARGN})
+  get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
+  set(targets "")
+  foreach(backend serial openmp)
+    string(TOUPPER ${backend} upper)
+    add_executable(${name}_${backend} "${source}")
+    target_compile_definitions(${name}_${backend} PRIVATE RLK_BACKEND_${upper} ${ARG_DEFINITIONS})
+    target_link_libraries(${name}_${backend} PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
+    target_compile_options(${name}_${backend} PRIVATE ${ARG_OPTIONS})
+    list(APPEND targets ${name}_${backend})
+  endforeach()
+  if(ARG_CUDA AND RLK_HAVE_CUDA)
+    set(cu "${CMAKE_CURRENT_BINARY_DIR}/cuda/${name}.cu")
+    file(CONFIGURE OUTPUT "${cu}" CONTENT "// Generated: the CUDA variant of ${ARG_SOURCE}\n#include \"${source}\"\n")
+    add_executable(${name}_cuda "${cu}")
+    target_compile_definitions(${name}_cuda PRIVATE RLK_BACKEND_CUDA ${ARG_DEFINITIONS})
+    target_link_libraries(${name}_cuda PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
+    target_include_directories(${name}_cuda PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+    target_compile_options(${name}_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)
+    list(APPEND targets ${name}_cuda)
+  endif()
+  set(${name}_TARGETS ${targets} PARENT_SCOPE)
+endfunction()

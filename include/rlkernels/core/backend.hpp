@@ -1,0 +1,125 @@
+// rlkernels/core/backend.hpp
+// Where a batch runs. The caller passes a backend value first (Thrust-style): `serial` (a plain
+// loop), `openmp` (a parallel loop on the host cores) or `cuda_backend{stream}` (a CUDA device;
+// only in translation units compiled by nvcc). `for_each_index` runs a functor over [0, n) on one.
+#pragma once
+
+#include "config.hpp"
+#include "error.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#if RLK_HAS_OPENMP
+#include <omp.h>
+#endif
+
+namespace rlkernels {
+
+/// @brief Runs batches in a plain loop on the calling host thread.
+struct serial_backend {};
+
+/// @brief Runs batches in parallel on the host with OpenMP (static schedule, so each element is
+/// always handled the same way). Without OpenMP enabled at compile time it runs serially.
+struct openmp_backend {
+  /// Number of threads; 0 uses OpenMP's default (OMP_NUM_THREADS or all cores).
+  int num_threads = 0;
+};
+
+/// The serial host backend.
+inline constexpr serial_backend serial{};
+/// The OpenMP host backend with OpenMP's default thread count.
+inline constexpr openmp_backend openmp{};
+
+#if RLK_HAS_CUDA
+/// @brief Runs batches on the current CUDA device, ordered on `stream` (0: the default stream).
+/// Buffers made with this backend live in device memory.
+struct cuda_backend {
+  cudaStream_t stream = nullptr;
+};
+#endif
+
+/// True for backends whose data lives in host memory (serial, openmp).
+template <class Backend>
+struct is_host_backend
+    : std::bool_constant<std::is_same_v<Backend, serial_backend> || std::is_same_v<Backend, openmp_backend>> {};
+
+/// True for every backend type rlkernels knows.
+template <class Backend>
+struct is_backend : std::bool_constant<is_host_backend<Backend>::value
+#if RLK_HAS_CUDA
+                                       || std::is_same_v<Backend, cuda_backend>
+#endif
+                                       > {};
+
+template <class Backend>
+inline constexpr bool is_host_backend_v = is_host_backend<Backend>::value;
+template <class Backend>
+inline constexpr bool is_backend_v = is_backend<Backend>::value;
+
+/// A readable name of the backend ("serial", "openmp", "cuda"), for logs and benchmarks.
+inline const char* backend_name(serial_backend) { return "serial"; }
+inline const char* backend_name(openmp_backend) { return "openmp"; }
+
+/// Blocks until all work queued on the backend has finished (a no-op on host backends).
+inline void synchronize(serial_backend) {}
+inline void synchronize(openmp_backend) {}
+
+#if RLK_HAS_CUDA
+inline const char* backend_name(cuda_backend) { return "cuda"; }
+inline void synchronize(cuda_backend backend) { RLK_CUDA_CHECK(cudaStreamSynchronize(backend.stream)); }
+#endif
+
+namespace detail {
+#if RLK_HAS_CUDA
+template <class F>
+__global__ void for_each_index_kernel(std::size_t n, F f) {
+  const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+inline unsigned int grid_size_for(std::size_t n, unsigned int block) {
+  // Enough blocks to cover n once, capped so that huge n uses the grid-stride loop.
+  const std::size_t blocks = (n + block - 1) / block;
+  return static_cast<unsigned int>(blocks < 65536u * 8u ? blocks : 65536u * 8u);
+}
+#endif
+}  // namespace detail
+
+/// @brief Calls `f(i)` for every i in [0, n) on `backend`. Each call must be independent of the
+/// others. For CUDA, `f` must be a trivially copyable functor whose `operator()` is RLK_HOST_DEVICE
+/// (or an extended `__device__` lambda); the launch is asynchronous on the backend's stream and
+/// checked.
+template <class F>
+void for_each_index(serial_backend, std::size_t n, const F& f) {
+  for (std::size_t i = 0; i < n; ++i) f(i);
+}
+
+/// @copydoc for_each_index(serial_backend, std::size_t, const F&)
+template <class F>
+void for_each_index(openmp_backend backend, std::size_t n, const F& f) {
+#if RLK_HAS_OPENMP
+  const std::int64_t count = static_cast<std::int64_t>(n);
+  const int threads = backend.num_threads > 0 ? backend.num_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t i = 0; i < count; ++i) f(static_cast<std::size_t>(i));
+#else
+  (void)backend;
+  for (std::size_t i = 0; i < n; ++i) f(i);
+#endif
+}
+
+#if RLK_HAS_CUDA
+/// @copydoc for_each_index(serial_backend, std::size_t, const F&)
+template <class F>
+void for_each_index(cuda_backend backend, std::size_t n, const F& f) {
+  static_assert(std::is_trivially_copyable_v<F>, "rlkernels::for_each_index: the functor must be trivially copyable to run on CUDA");
+  if (n == 0) return;
+  constexpr unsigned int block = 256;
+  detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0, backend.stream>>>(n, f);
+  RLK_CUDA_CHECK(cudaGetLastError());
+}
+#endif
+
+}  // namespace rlkernels

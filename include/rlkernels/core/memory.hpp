@@ -1,0 +1,233 @@
+// rlkernels/core/memory.hpp
+// Owning buffers per backend (host memory for serial/openmp, device memory for CUDA) and the
+// trivially copyable views (pointer + extent) that kernels take. Buffers copy to and from host
+// vectors for inspection; they are move-only.
+#pragma once
+
+#include "backend.hpp"
+#include "config.hpp"
+#include "error.hpp"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rlkernels {
+
+/// @brief A non-owning, trivially copyable view of `size` contiguous elements of T: what kernels
+/// take. Multi-dimensional arrays are row-major and documented where they are declared (e.g.
+/// observations are [N, observation_size]).
+template <class T>
+class view {
+public:
+  using value_type = std::remove_cv_t<T>;
+  using element_type = T;
+
+  RLK_HOST_DEVICE constexpr view() noexcept : data_(nullptr), size_(0) {}
+  RLK_HOST_DEVICE constexpr view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// A view of T converts to a view of const T.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  RLK_HOST_DEVICE constexpr view(view<U> other) noexcept : data_(other.data()), size_(other.size()) {}
+
+  RLK_HOST_DEVICE constexpr T* data() const noexcept { return data_; }
+  RLK_HOST_DEVICE constexpr std::size_t size() const noexcept { return size_; }
+  RLK_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
+  RLK_HOST_DEVICE constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  RLK_HOST_DEVICE constexpr T* begin() const noexcept { return data_; }
+  RLK_HOST_DEVICE constexpr T* end() const noexcept { return data_ + size_; }
+  /// Elements [offset, offset + count).
+  RLK_HOST_DEVICE constexpr view subview(std::size_t offset, std::size_t count) const noexcept {
+    return view(data_ + offset, count);
+  }
+
+private:
+  T* data_;
+  std::size_t size_;
+};
+
+/// Makes a view of a host vector (for host backends, or to pass host data to `buffer::assign`).
+template <class T>
+view<T> make_view(std::vector<T>& v) { return view<T>(v.data(), v.size()); }
+template <class T>
+view<const T> make_view(const std::vector<T>& v) { return view<const T>(v.data(), v.size()); }
+
+namespace detail {
+
+inline std::string format_bytes(std::size_t bytes) {
+  const double mib = double(bytes) / (1024.0 * 1024.0);
+  return concat(bytes, " bytes (", mib, " MiB)");
+}
+
+/// Allocation and copies per backend. Host memory is 64-byte aligned; OpenMP buffers are first
+/// touched by the threads that will later use them (NUMA placement follows the static schedule).
+template <class Backend>
+struct memory_ops;
+
+template <>
+struct memory_ops<serial_backend> {
+  static void* allocate(serial_backend, std::size_t bytes) {
+    void* p = ::operator new(bytes, std::align_val_t(64), std::nothrow);
+    if (!p) throw out_of_memory(bytes, concat("rlkernels: cannot allocate ", format_bytes(bytes), " of host memory"));
+    return p;
+  }
+  static void deallocate(serial_backend, void* p) noexcept { ::operator delete(p, std::align_val_t(64)); }
+  static void zero(serial_backend, void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
+  static void to_host(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void from_host(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void copy(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+};
+
+struct zero_chunk {
+  unsigned char* p;
+  std::size_t bytes;
+  void operator()(std::size_t chunk) const {
+    constexpr std::size_t chunk_bytes = std::size_t(1) << 16;
+    const std::size_t begin = chunk * chunk_bytes;
+    const std::size_t len = bytes - begin < chunk_bytes ? bytes - begin : chunk_bytes;
+    std::memset(p + begin, 0, len);
+  }
+};
+
+template <>
+struct memory_ops<openmp_backend> {
+  static void* allocate(openmp_backend, std::size_t bytes) { return memory_ops<serial_backend>::allocate(serial, bytes); }
+  static void deallocate(openmp_backend, void* p) noexcept { memory_ops<serial_backend>::deallocate(serial, p); }
+  static void zero(openmp_backend b, void* p, std::size_t bytes) {
+    constexpr std::size_t chunk_bytes = std::size_t(1) << 16;
+    for_each_index(b, (bytes + chunk_bytes - 1) / chunk_bytes, zero_chunk{static_cast<unsigned char*>(p), bytes});
+  }
+  static void to_host(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void from_host(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void copy(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+};
+
+#if RLK_HAS_CUDA
+template <>
+struct memory_ops<cuda_backend> {
+  static void* allocate(cuda_backend b, std::size_t bytes) {
+    void* p = nullptr;
+    const cudaError_t status = cudaMallocAsync(&p, bytes, b.stream);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear the sticky-free error state
+      std::size_t free_bytes = 0, total_bytes = 0;
+      (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+      throw out_of_memory(bytes, concat("rlkernels: cannot allocate ", format_bytes(bytes),
+                                        " of device memory; free: ", format_bytes(free_bytes), " of ",
+                                        format_bytes(total_bytes)));
+    }
+    RLK_CUDA_CHECK(status);
+    return p;
+  }
+  static void deallocate(cuda_backend b, void* p) noexcept { (void)cudaFreeAsync(p, b.stream); }
+  static void zero(cuda_backend b, void* p, std::size_t bytes) { RLK_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, b.stream)); }
+  static void to_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, b.stream));
+    RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));
+  }
+  static void from_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, b.stream));
+    RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));  // the host source may go away after return
+  }
+  static void copy(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream));
+  }
+};
+#endif
+
+}  // namespace detail
+
+/// @brief An owning, move-only array of `size()` elements of T in the memory of `Backend` (host
+/// memory for serial/openmp, device memory for CUDA). Elements are zero-initialised. Hands out
+/// views for kernels; `to_host()` and `assign()` copy to and from the host.
+/// @tparam T a trivially copyable element type
+template <class T, class Backend>
+class buffer {
+  static_assert(std::is_trivially_copyable_v<T>, "rlkernels::buffer<T>: T must be trivially copyable");
+  static_assert(is_backend_v<Backend>, "rlkernels::buffer<T, Backend>: Backend must be serial_backend, openmp_backend or cuda_backend");
+  using ops = detail::memory_ops<Backend>;
+
+public:
+  using value_type = T;
+  using backend_type = Backend;
+
+  buffer() = default;
+  /// Allocates `size` zeroed elements. @throw out_of_memory naming the bytes asked for (and free).
+  buffer(Backend backend, std::size_t size) : backend_(backend), size_(size) {
+    if (size_ != 0) {
+      RLK_EXPECTS(size_ <= std::size_t(-1) / sizeof(T), std::length_error, "rlkernels::buffer: ", size_,
+                  " elements of ", sizeof(T), " bytes overflow the address space");
+      data_ = static_cast<T*>(ops::allocate(backend_, bytes()));
+      ops::zero(backend_, data_, bytes());
+    }
+  }
+  /// Allocates and copies the contents of a host vector.
+  buffer(Backend backend, const std::vector<T>& host) : buffer(backend, host.size()) { assign(host); }
+
+  buffer(const buffer&) = delete;
+  buffer& operator=(const buffer&) = delete;
+  buffer(buffer&& other) noexcept { swap(other); }
+  buffer& operator=(buffer&& other) noexcept {
+    if (this != &other) {
+      buffer(std::move(other)).swap(*this);
+    }
+    return *this;
+  }
+  ~buffer() {
+    if (data_) ops::deallocate(backend_, data_);
+  }
+  void swap(buffer& other) noexcept {
+    std::swap(backend_, other.backend_);
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  bool empty() const noexcept { return size_ == 0; }
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  const Backend& backend() const noexcept { return backend_; }
+
+  /// A view of the elements (device pointers for CUDA).
+  rlkernels::view<T> view() noexcept { return rlkernels::view<T>(data_, size_); }
+  rlkernels::view<const T> view() const noexcept { return rlkernels::view<const T>(data_, size_); }
+  /// A read-only view even of a non-const buffer.
+  rlkernels::view<const T> cview() const noexcept { return rlkernels::view<const T>(data_, size_); }
+
+  /// Copies all elements to a new host vector (waits for queued work on CUDA).
+  std::vector<T> to_host() const {
+    std::vector<T> out(size_);
+    if (size_ != 0) ops::to_host(backend_, out.data(), data_, bytes());
+    return out;
+  }
+  /// Copies one element to the host.
+  T get(std::size_t i) const {
+    RLK_EXPECTS(i < size_, std::out_of_range, "rlkernels::buffer::get: index ", i, " >= size ", size_);
+    T out;
+    ops::to_host(backend_, &out, data_ + i, sizeof(T));
+    return out;
+  }
+  /// Overwrites all elements from host memory. @throw std::invalid_argument if sizes differ.
+  void assign(const T* host, std::size_t count) {
+    RLK_EXPECTS(count == size_, std::invalid_argument, "rlkernels::buffer::assign: got ", count,
+                " elements for a buffer of ", size_);
+    RLK_EXPECTS(host != nullptr || count == 0, std::invalid_argument, "rlkernels::buffer::assign: null source");
+    if (count != 0) ops::from_host(backend_, data_, host, bytes());
+  }
+  void assign(const std::vector<T>& host) { assign(host.data(), host.size()); }
+  /// Sets every byte to zero.
+  void zero() {
+    if (size_ != 0) ops::zero(backend_, data_, bytes());
+  }
+
+private:
+  Backend backend_{};
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace rlkernels

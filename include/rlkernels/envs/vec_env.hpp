@@ -1,0 +1,524 @@
+// rlkernels/envs/vec_env.hpp
+// vec_env<Env, Backend>: N copies of one environment stepped as a batch on a backend, with
+// automatic reset in the same step and Gymnasium's episode-end contract: separate terminated and
+// truncated flags, and the final observation of every transition kept before the reset.
+#pragma once
+
+#include "../core/backend.hpp"
+#include "../core/config.hpp"
+#include "../core/error.hpp"
+#include "../core/memory.hpp"
+#include "../core/random.hpp"
+#include "env.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/system/cpp/execution_policy.h>
+#include <thrust/transform_reduce.h>
+#if RLK_HAS_CUDA
+#include <thrust/system/cuda/execution_policy.h>
+#endif
+
+namespace rlkernels {
+
+/// @brief Statistics of the episodes completed since the last `clear_episode_statistics()`.
+struct episode_statistics {
+  std::uint64_t count = 0;   ///< completed episodes (terminated or truncated)
+  double mean_return = 0;    ///< undiscounted return, averaged over completed episodes (0 if none)
+  double mean_length = 0;    ///< steps per episode, averaged (0 if none)
+  double min_return = 0;     ///< smallest return (0 if none)
+  double max_return = 0;     ///< largest return (0 if none)
+};
+
+namespace detail {
+
+template <class Env, bool Discrete = (Env::action_space == action_kind::discrete)>
+struct action_traits {
+  using type = std::int32_t;  // one index per env
+  static constexpr int width = 1;
+};
+template <class Env>
+struct action_traits<Env, false> {
+  using type = typename Env::scalar_type;  // action_size scalars per env
+  static constexpr int width = Env::action_size;
+};
+
+/// Per-env accumulator of completed episodes, reduced into episode_statistics.
+struct episode_accumulator {
+  std::uint64_t count;
+  double return_sum;
+  double length_sum;
+  double min_return;
+  double max_return;
+
+  RLK_HOST_DEVICE static episode_accumulator empty() {
+    return {0, 0.0, 0.0, HUGE_VAL, -HUGE_VAL};
+  }
+  RLK_HOST_DEVICE void add(double ret, double len) {
+    ++count;
+    return_sum += ret;
+    length_sum += len;
+    min_return = ret < min_return ? ret : min_return;
+    max_return = ret > max_return ? ret : max_return;
+  }
+};
+
+struct combine_accumulators {
+  RLK_HOST_DEVICE episode_accumulator operator()(const episode_accumulator& a, const episode_accumulator& b) const {
+    return {a.count + b.count, a.return_sum + b.return_sum, a.length_sum + b.length_sum,
+            a.min_return < b.min_return ? a.min_return : b.min_return,
+            a.max_return > b.max_return ? a.max_return : b.max_return};
+  }
+};
+
+struct load_accumulator {
+  const episode_accumulator* data;
+  RLK_HOST_DEVICE episode_accumulator operator()(std::size_t i) const { return data[i]; }
+};
+
+struct fill_accumulators {
+  episode_accumulator* data;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const { data[i] = episode_accumulator::empty(); }
+};
+
+/// Reduces the per-env accumulators with Thrust: the host backends use Thrust's sequential CPP
+/// system (a fixed order, so the same numbers for every thread count); CUDA uses CUB.
+template <class Backend>
+episode_accumulator reduce_accumulators(const Backend& backend, const episode_accumulator* data, std::size_t n) {
+  const thrust::counting_iterator<std::size_t> first(0), last(n);
+#if RLK_HAS_CUDA
+  if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, last, load_accumulator{data},
+                                    episode_accumulator::empty(), combine_accumulators{});
+  } else
+#endif
+  {
+    (void)backend;
+    return thrust::transform_reduce(thrust::cpp::par, first, last, load_accumulator{data}, episode_accumulator::empty(),
+                                    combine_accumulators{});
+  }
+}
+
+/// Resets env i from the start of its random stream and writes its first observation.
+template <class Env>
+struct reset_kernel {
+  using scalar = typename Env::scalar_type;
+  typename Env::Params params;
+  std::uint64_t seed;
+  typename Env::State* states;
+  std::uint64_t* rng_blocks;
+  std::int32_t* elapsed;
+  double* episode_returns;
+  scalar* observations;
+  scalar* final_observations;
+  scalar* rewards;
+  std::uint8_t* terminated;
+  std::uint8_t* truncated;
+
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    rng gen(seed, i, 0);
+    typename Env::State s;
+    Env::reset(params, s, gen);
+    states[i] = s;
+    rng_blocks[i] = gen.block();
+    elapsed[i] = 0;
+    episode_returns[i] = 0.0;
+    scalar obs[Env::observation_size];
+    Env::observe(params, s, obs);
+    for (int k = 0; k < Env::observation_size; ++k) {
+      observations[i * Env::observation_size + k] = obs[k];
+      final_observations[i * Env::observation_size + k] = obs[k];
+    }
+    rewards[i] = scalar(0);
+    terminated[i] = 0;
+    truncated[i] = 0;
+  }
+};
+
+/// Steps env i once, records a completed episode, and resets it in the same step if it ended.
+template <class Env>
+struct step_kernel {
+  using scalar = typename Env::scalar_type;
+  static constexpr bool discrete = Env::action_space == action_kind::discrete;
+  using action_type = typename action_traits<Env>::type;
+  static constexpr int action_width = action_traits<Env>::width;
+
+  typename Env::Params params;
+  std::uint64_t seed;
+  const action_type* actions;
+  typename Env::State* states;
+  std::uint64_t* rng_blocks;
+  std::int32_t* elapsed;
+  double* episode_returns;
+  episode_accumulator* completed;
+  scalar* observations;
+  scalar* final_observations;
+  scalar* rewards;
+  std::uint8_t* terminated;
+  std::uint8_t* truncated;
+
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    typename Env::State s = states[i];
+    rng gen(seed, i, rng_blocks[i]);
+    step_result<scalar> r;
+    if constexpr (discrete) {
+      r = Env::step(params, s, actions[i], gen);
+    } else {
+      r = Env::step(params, s, actions + i * action_width, gen);
+    }
+    const std::int32_t t = elapsed[i] + 1;
+    const double ret = episode_returns[i] + double(r.reward);
+    const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
+
+    scalar obs[Env::observation_size];
+    Env::observe(params, s, obs);
+    scalar* final_obs = final_observations + i * Env::observation_size;
+    for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
+
+    if (r.terminated || trunc) {
+      completed[i].add(ret, double(t));
+      Env::reset(params, s, gen);
+      Env::observe(params, s, obs);
+      elapsed[i] = 0;
+      episode_returns[i] = 0.0;
+    } else {
+      elapsed[i] = t;
+      episode_returns[i] = ret;
+    }
+    scalar* next_obs = observations + i * Env::observation_size;
+    for (int k = 0; k < Env::observation_size; ++k) next_obs[k] = obs[k];
+    states[i] = s;
+    rng_blocks[i] = gen.block();
+    rewards[i] = r.reward;
+    terminated[i] = r.terminated;
+    truncated[i] = trunc;
+  }
+};
+
+/// Recomputes the observation of env i from its state (after the user overwrote states).
+template <class Env>
+struct observe_kernel {
+  using scalar = typename Env::scalar_type;
+  typename Env::Params params;
+  const typename Env::State* states;
+  scalar* observations;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    Env::observe(params, states[i], observations + i * Env::observation_size);
+  }
+};
+
+/// True when env i's action is in the action space: a discrete index in [0, num_actions), or
+/// continuous components that are not NaN (out-of-bound values are clipped by the env, as in
+/// Gymnasium).
+template <class Env>
+RLK_HOST_DEVICE bool action_is_valid(const typename action_traits<Env>::type* actions, std::size_t i) {
+  if constexpr (Env::action_space == action_kind::discrete) {
+    const std::int32_t a = actions[i];
+    return a >= 0 && a < Env::num_actions;
+  } else {
+    constexpr int width = action_traits<Env>::width;
+    for (int k = 0; k < width; ++k) {
+      const auto a = actions[i * width + k];
+      if (a != a) return false;  // NaN
+    }
+    return true;
+  }
+}
+
+#if RLK_HAS_CUDA
+/// Device side of the action check: records the lowest invalid index with an atomic min, so the
+/// host reports the same env whatever the thread order.
+template <class Env>
+struct validate_kernel {
+  const typename action_traits<Env>::type* actions;
+  unsigned long long* first_bad;
+  __device__ void operator()(std::size_t i) const {
+    if (!action_is_valid<Env>(actions, i)) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  }
+};
+#endif
+
+}  // namespace detail
+
+/// @brief N environments of type `Env` stepped together on `Backend`.
+///
+/// After construction (and after each `step`) the outputs are, for env i:
+/// - `observations()` [N, observation_size]: the observation to act on next. If the last step
+///   ended env i's episode, this is already the first observation of the new episode.
+/// - `final_observations()` [N, observation_size]: the observation the last step produced
+///   *before* any reset, i.e. the true next observation s' of the transition (for every env; where
+///   the episode did not end it equals `observations()`). Use it to bootstrap on truncation and as
+///   next_obs in replay buffers.
+/// - `rewards()` [N]: reward of the last step.
+/// - `terminated()` [N] (uint8 0/1): the episode reached a terminal state; do not bootstrap.
+/// - `truncated()` [N] (uint8 0/1): the time limit `Params::max_episode_steps` was reached; the
+///   episode was cut, so bootstrap from V(final_observation). Both flags may be set at once;
+///   then termination wins (no bootstrap).
+///
+/// Randomness: env i draws from `rng(seed, i)` with its own block counter, so a run is the same on
+/// every backend and for every thread count and batch split.
+///
+/// Arrays live in the backend's memory (device memory for CUDA); views are what kernels take and
+/// `to_host()` on the buffers copies them out. Steps on CUDA are asynchronous on the backend's
+/// stream except for the action check of `step`, which waits for its result.
+///
+/// @tparam Env an environment (see check_env)
+/// @tparam Backend serial_backend, openmp_backend or cuda_backend
+template <class Env, class Backend>
+class vec_env {
+  static_assert(check_env<Env>(), "");
+  static_assert(is_backend_v<Backend>, "rlkernels::vec_env<Env, Backend>: Backend must be serial_backend, openmp_backend or cuda_backend");
+
+public:
+  using env_type = Env;
+  using backend_type = Backend;
+  using scalar_type = typename Env::scalar_type;
+  using state_type = typename Env::State;
+  using params_type = typename Env::Params;
+  /// std::int32_t for discrete envs, scalar_type for continuous ones.
+  using action_type = typename detail::action_traits<Env>::type;
+  static constexpr int observation_size = Env::observation_size;
+  /// Actions per env in the actions array: 1 for discrete envs, Env::action_size otherwise.
+  static constexpr int action_width = detail::action_traits<Env>::width;
+
+  /// @brief Creates `num_envs` environments and resets them all.
+  /// @param backend where to run (serial, openmp, cuda_backend{stream})
+  /// @param num_envs number of environments, >= 1
+  /// @param seed key of every env's random stream
+  /// @param params env parameters shared by all envs (defaults: the reference env)
+  /// @throw std::invalid_argument if num_envs is 0 or params.max_episode_steps < 0
+  /// @throw out_of_memory naming the bytes needed if the buffers do not fit
+  vec_env(Backend backend, std::size_t num_envs, std::uint64_t seed, params_type params = {})
+      : backend_(backend), num_envs_(checked_num_envs(num_envs)), seed_(seed), params_(checked_params(params)),
+        states_(backend, num_envs_), rng_blocks_(backend, num_envs_), elapsed_(backend, num_envs_),
+        episode_returns_(backend, num_envs_), completed_(backend, num_envs_),
+        observations_(backend, num_envs_ * observation_size), final_observations_(backend, num_envs_ * observation_size),
+        rewards_(backend, num_envs_), terminated_(backend, num_envs_), truncated_(backend, num_envs_),
+        first_bad_(backend, 1) {
+    reset();
+  }
+
+  /// Bytes of backend memory a vec_env of `num_envs` envs allocates (to check before creating).
+  static std::size_t bytes_required(std::size_t num_envs) {
+    const std::size_t per_env = sizeof(state_type) + sizeof(std::uint64_t) + sizeof(std::int32_t) + sizeof(double) +
+                                sizeof(detail::episode_accumulator) + 2 * observation_size * sizeof(scalar_type) +
+                                sizeof(scalar_type) + 2 * sizeof(std::uint8_t);
+    return num_envs * per_env + sizeof(unsigned long long);
+  }
+
+  /// Resets every env from the start of its random stream (the state right after construction),
+  /// clears the flags, rewards and the episode statistics.
+  void reset() {
+    for_each_index(backend_, num_envs_,
+                   detail::reset_kernel<Env>{params_, seed_, states_.data(), rng_blocks_.data(), elapsed_.data(),
+                                             episode_returns_.data(), observations_.data(), final_observations_.data(),
+                                             rewards_.data(), terminated_.data(), truncated_.data()});
+    clear_episode_statistics();
+  }
+
+  /// Changes the seed and resets every env (see reset()).
+  void reset(std::uint64_t seed) {
+    seed_ = seed;
+    reset();
+  }
+
+  /// @brief Steps every env with its action, resetting the envs whose episode ended.
+  /// @param actions [N] discrete indices, or [N, action_size] continuous values, in backend memory
+  /// @throw std::invalid_argument if actions has the wrong size or is null
+  /// @throw invalid_action naming the first env whose action is out of range (discrete) or NaN
+  ///        (continuous); the call then changed nothing
+  void step(view<const action_type> actions) {
+    check_actions_view(actions);
+    const std::size_t bad = first_invalid_action(actions.data());
+    if (bad != npos) throw_invalid_action(actions, bad);
+    step_unchecked(actions);
+  }
+
+  /// Like step(), without checking the action values (sizes are still checked). For loops whose
+  /// actions come from a sampler that cannot produce invalid ones; an invalid action here is
+  /// undefined behaviour of the env.
+  void step_unchecked(view<const action_type> actions) {
+    check_actions_view(actions);
+    for_each_index(backend_, num_envs_,
+                   detail::step_kernel<Env>{params_, seed_, actions.data(), states_.data(), rng_blocks_.data(),
+                                            elapsed_.data(), episode_returns_.data(), completed_.data(),
+                                            observations_.data(), final_observations_.data(), rewards_.data(),
+                                            terminated_.data(), truncated_.data()});
+  }
+
+  std::size_t num_envs() const noexcept { return num_envs_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  const params_type& params() const noexcept { return params_; }
+  const Backend& backend() const noexcept { return backend_; }
+
+  /// [N, observation_size] observations to act on (see the class comment).
+  const buffer<scalar_type, Backend>& observations() const noexcept { return observations_; }
+  /// [N, observation_size] observations produced by the last step before any reset.
+  const buffer<scalar_type, Backend>& final_observations() const noexcept { return final_observations_; }
+  /// [N] rewards of the last step.
+  const buffer<scalar_type, Backend>& rewards() const noexcept { return rewards_; }
+  /// [N] 1 where the last step reached a terminal state.
+  const buffer<std::uint8_t, Backend>& terminated() const noexcept { return terminated_; }
+  /// [N] 1 where the last step hit the time limit.
+  const buffer<std::uint8_t, Backend>& truncated() const noexcept { return truncated_; }
+  /// [N] steps taken so far in each env's current episode.
+  const buffer<std::int32_t, Backend>& episode_lengths() const noexcept { return elapsed_; }
+  /// [N] undiscounted return so far of each env's current episode.
+  const buffer<double, Backend>& episode_returns() const noexcept { return episode_returns_; }
+  /// [N] env states, read-only; see states_view() and set_states() to change them.
+  const buffer<state_type, Backend>& states() const noexcept { return states_; }
+
+  /// A writable view of the env states (in backend memory) for kernels that set states directly,
+  /// e.g. curricula. Call refresh_observations() afterwards so observations() match the states.
+  view<state_type> states_view() noexcept { return states_.view(); }
+
+  /// Overwrites every env's state from the host and recomputes observations(); episode lengths,
+  /// returns and random streams carry on.
+  /// @throw std::invalid_argument if states.size() != num_envs()
+  void set_states(const std::vector<state_type>& states) {
+    RLK_EXPECTS(states.size() == num_envs_, std::invalid_argument, "rlkernels::vec_env::set_states: got ", states.size(),
+                " states for ", num_envs_, " envs");
+    states_.assign(states);
+    refresh_observations();
+  }
+
+  /// Recomputes observations() from the current states (after writing through states_view()).
+  void refresh_observations() {
+    for_each_index(backend_, num_envs_, detail::observe_kernel<Env>{params_, states_.data(), observations_.data()});
+  }
+
+  /// Statistics of the episodes completed since construction, reset() or the last clear.
+  /// Deterministic: the same numbers on every run, thread count and batch split of a backend.
+  episode_statistics get_episode_statistics() const {
+    const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), num_envs_);
+    episode_statistics out;
+    out.count = acc.count;
+    if (acc.count > 0) {
+      out.mean_return = acc.return_sum / double(acc.count);
+      out.mean_length = acc.length_sum / double(acc.count);
+      out.min_return = acc.min_return;
+      out.max_return = acc.max_return;
+    }
+    return out;
+  }
+
+  /// Forgets the completed episodes (the episodes in progress carry on).
+  void clear_episode_statistics() { for_each_index(backend_, num_envs_, detail::fill_accumulators{completed_.data()}); }
+
+private:
+  static constexpr std::size_t npos = std::size_t(-1);
+
+  static std::size_t checked_num_envs(std::size_t n) {
+    RLK_EXPECTS(n >= 1, std::invalid_argument, "rlkernels::vec_env: num_envs must be >= 1, got ", n);
+    return n;
+  }
+  static params_type checked_params(const params_type& p) {
+    RLK_EXPECTS(p.max_episode_steps >= 0, std::invalid_argument,
+                "rlkernels::vec_env: Params::max_episode_steps must be >= 0 (0 = no limit), got ", p.max_episode_steps);
+    return p;
+  }
+
+  void check_actions_view(view<const action_type> actions) const {
+    const std::size_t expected = num_envs_ * std::size_t(action_width);
+    RLK_EXPECTS(actions.size() == expected, std::invalid_argument, "rlkernels::vec_env::step: actions has ",
+                actions.size(), " elements, expected ", expected, " (num_envs ", num_envs_, " x ", action_width, ")");
+    RLK_EXPECTS(actions.data() != nullptr, std::invalid_argument, "rlkernels::vec_env::step: actions is a null view");
+#if RLK_HAS_CUDA
+    if constexpr (std::is_same_v<Backend, cuda_backend>) {
+      cudaPointerAttributes attributes{};
+      RLK_CUDA_CHECK(cudaPointerGetAttributes(&attributes, actions.data()));
+      RLK_EXPECTS(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged,
+                  std::invalid_argument,
+                  "rlkernels::vec_env::step: actions must be in device (or managed) memory for the CUDA backend; "
+                  "copy them into a buffer<..., cuda_backend> first");
+    }
+#endif
+  }
+
+  /// Index of the first env with an invalid action, or npos.
+  std::size_t first_invalid_action(const action_type* actions) {
+    if constexpr (std::is_same_v<Backend, serial_backend>) {
+      for (std::size_t i = 0; i < num_envs_; ++i)
+        if (!detail::action_is_valid<Env>(actions, i)) return i;
+      return npos;
+    } else if constexpr (std::is_same_v<Backend, openmp_backend>) {
+      std::size_t first = npos;
+#if RLK_HAS_OPENMP
+      const std::int64_t n = static_cast<std::int64_t>(num_envs_);
+      const int threads = backend_.num_threads > 0 ? backend_.num_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(min : first)
+      for (std::int64_t i = 0; i < n; ++i)
+        if (!detail::action_is_valid<Env>(actions, std::size_t(i)) && std::size_t(i) < first) first = std::size_t(i);
+#else
+      for (std::size_t i = 0; i < num_envs_ && first == npos; ++i)
+        if (!detail::action_is_valid<Env>(actions, i)) first = i;
+#endif
+      return first;
+    }
+#if RLK_HAS_CUDA
+    else {
+      const unsigned long long none = ~0ull;
+      first_bad_.assign(&none, 1);
+      for_each_index(backend_, num_envs_, detail::validate_kernel<Env>{actions, first_bad_.data()});
+      const unsigned long long bad = first_bad_.get(0);
+      return bad == none ? npos : std::size_t(bad);
+    }
+#endif
+  }
+
+  [[noreturn]] void throw_invalid_action(view<const action_type> actions, std::size_t env) const {
+    double value = 0;
+    if constexpr (is_host_backend_v<Backend>) {
+      for (int k = 0; k < action_width; ++k) {
+        value = double(actions[env * action_width + k]);
+        if (!(Env::action_space == action_kind::continuous) || value != value) break;
+      }
+    }
+#if RLK_HAS_CUDA
+    else {
+      action_type host[action_width];
+      RLK_CUDA_CHECK(cudaMemcpyAsync(host, actions.data() + env * action_width, sizeof(host), cudaMemcpyDeviceToHost,
+                                     backend_.stream));
+      RLK_CUDA_CHECK(cudaStreamSynchronize(backend_.stream));
+      for (int k = 0; k < action_width; ++k) {
+        value = double(host[k]);
+        if (!(Env::action_space == action_kind::continuous) || value != value) break;
+      }
+    }
+#endif
+    if constexpr (Env::action_space == action_kind::discrete) {
+      throw invalid_action(env, value,
+                           detail::concat("rlkernels::vec_env::step: action ", static_cast<long long>(value), " of env ",
+                                          env, " is out of range [0, ", Env::num_actions, "); no env was stepped"));
+    } else {
+      throw invalid_action(env, value,
+                           detail::concat("rlkernels::vec_env::step: action of env ", env,
+                                          " contains NaN; no env was stepped"));
+    }
+  }
+
+  Backend backend_;
+  std::size_t num_envs_;
+  std::uint64_t seed_;
+  params_type params_;
+  buffer<state_type, Backend> states_;
+  buffer<std::uint64_t, Backend> rng_blocks_;
+  buffer<std::int32_t, Backend> elapsed_;
+  buffer<double, Backend> episode_returns_;
+  buffer<detail::episode_accumulator, Backend> completed_;
+  buffer<scalar_type, Backend> observations_;
+  buffer<scalar_type, Backend> final_observations_;
+  buffer<scalar_type, Backend> rewards_;
+  buffer<std::uint8_t, Backend> terminated_;
+  buffer<std::uint8_t, Backend> truncated_;
+  buffer<unsigned long long, Backend> first_bad_;
+};
+
+}  // namespace rlkernels

@@ -1,0 +1,15 @@
+# Compiles SOURCE with COMPILER and INCLUDES; passes if compilation fails and the diagnostics
+# contain EXPECT.
+set(args -std=c++17 -fsyntax-only)
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND args "-I${dir}")
+endforeach()
+execute_process(COMMAND "${COMPILER}" ${args} "${SOURCE}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled, but it should have failed")
+endif()
+string(FIND "${out}${err}" "${EXPECT}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the compiler's diagnostics lack the expected message:\n  ${EXPECT}\n--- diagnostics ---\n${out}${err}")
+endif()
+message(STATUS "failed to compile, as expected, with: ${EXPECT}")
