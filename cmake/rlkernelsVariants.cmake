@@ -24,7 +24,10 @@ function(rlk_add_variants name)
     target_compile_definitions(${name}_cuda PRIVATE RLK_BACKEND_CUDA ${ARG_DEFINITIONS})
     target_link_libraries(${name}_cuda PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
     target_include_directories(${name}_cuda PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
-    target_compile_options(${name}_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)
+    # A host-only function called from host/device code is only a warning in nvcc; make it an
+    # error here so that a missing RLK_HOST_DEVICE cannot slip through (20011, 20013, 20014).
+    target_compile_options(${name}_cuda PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --diag-error=20011,20013,20014>)
     list(APPEND targets ${name}_cuda)
   endif()
   set(${name}_TARGETS ${targets} PARENT_SCOPE)

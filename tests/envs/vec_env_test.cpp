@@ -298,6 +298,27 @@ TEST_CASE("same seed, same trajectories: across thread counts, batch sizes and b
   }
 }
 
+TEST_CASE("a population split over several vec_envs with first_env_index equals one batch", "[vec_env][determinism]") {
+  const std::size_t n = 64;
+  vec_env<cartpole<float>, backend_t> whole(rlk_test::backend(), n, 77);
+  vec_env<cartpole<float>, backend_t> lo(rlk_test::backend(), 24, 77, {}, 0);
+  vec_env<cartpole<float>, backend_t> hi(rlk_test::backend(), n - 24, 77, {}, 24);
+  CHECK(hi.first_env_index() == 24);
+  for (int t = 0; t < 100; ++t) {
+    const auto a = cartpole_actions(n, t);
+    auto a_whole = device_copy(a);
+    auto a_lo = device_copy(std::vector<std::int32_t>(a.begin(), a.begin() + 24));
+    auto a_hi = device_copy(std::vector<std::int32_t>(a.begin() + 24, a.end()));
+    whole.step(a_whole.cview());
+    lo.step(a_lo.cview());
+    hi.step(a_hi.cview());
+    std::vector<float> joined = lo.observations().to_host();
+    const auto upper = hi.observations().to_host();
+    joined.insert(joined.end(), upper.begin(), upper.end());
+    REQUIRE(joined == whole.observations().to_host());
+  }
+}
+
 #if defined(RLK_BACKEND_OPENMP)
 TEST_CASE("OpenMP thread counts do not change a single bit", "[vec_env][determinism]") {
   const std::size_t n = 1001;
@@ -392,6 +413,7 @@ TEST_CASE("env states can be read and overwritten", "[vec_env][states]") {
   s[3].x = -2.0f;
   env.set_states(s);
   const auto obs = env.observations().to_host();
+  CHECK(env.final_observations().to_host() == obs);  // nothing ended: s' == next observation
   CHECK(obs[0] == 0.5f);
   CHECK(obs[2] == 0.1f);
   CHECK(obs[12] == -2.0f);
@@ -406,4 +428,34 @@ TEST_CASE("env states can be read and overwritten", "[vec_env][states]") {
   auto a = device_copy(std::vector<std::int32_t>{1, 1, 1, 1});
   env.step(a.cview());
   CHECK(env.final_observations().to_host()[4 * 2] == 3.0f);
+}
+
+TEST_CASE("ten million envs in one batch step like a small batch", "[vec_env][large]") {
+  const std::size_t n = 10'000'000;
+  using big_env = vec_env<cartpole<float>, backend_t>;
+  INFO("vec_env of 10^7 CartPoles needs " << big_env::bytes_required(n) << " bytes");
+  big_env big(rlk_test::backend(), n, 5);
+  buffer<std::int32_t, backend_t> actions(rlk_test::backend(), n);  // all zeros: push left
+  big.step(actions.cview());
+  big.step(actions.cview());
+
+  // The last envs of the big batch equal the same envs run alone (stream = env index).
+  const std::vector<float> obs = big.observations().to_host();
+  vec_env<cartpole<float>, serial_backend> one(serial, 1, 5);
+  cartpole<float>::State s{};
+  rng gen(5, n - 1, 0);
+  cartpole<float>::reset(cartpole<float>::Params{}, s, gen);
+  one.set_states({s});
+  const std::vector<std::int32_t> left{0};
+  one.step(make_view(left));
+  one.step(make_view(left));
+  const std::vector<float> expected = one.observations().to_host();
+  for (int k = 0; k < 4; ++k) {
+    if (rlk_test::on_cuda) {
+      CHECK(obs[4 * (n - 1) + k] == Approx(expected[k]).epsilon(1e-5).margin(1e-6));
+    } else {
+      CHECK(obs[4 * (n - 1) + k] == expected[k]);
+    }
+  }
+  CHECK(big.episode_lengths().get(n - 1) == 2);
 }

@@ -112,14 +112,14 @@ struct memory_ops<cuda_backend> {
     void* p = nullptr;
     const cudaError_t status = cudaMallocAsync(&p, bytes, b.stream);
     if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // clear the sticky-free error state
+      (void)cudaGetLastError();  // an allocation failure is not sticky: reset the last-error slot
       std::size_t free_bytes = 0, total_bytes = 0;
       (void)cudaMemGetInfo(&free_bytes, &total_bytes);
       throw out_of_memory(bytes, concat("rlkernels: cannot allocate ", format_bytes(bytes),
                                         " of device memory; free: ", format_bytes(free_bytes), " of ",
                                         format_bytes(total_bytes)));
     }
-    RLK_CUDA_CHECK(status);
+    if (status != cudaSuccess) detail::throw_cuda_error(status, "cudaMallocAsync", __FILE__, __LINE__);
     return p;
   }
   static void deallocate(cuda_backend b, void* p) noexcept { (void)cudaFreeAsync(p, b.stream); }

@@ -139,6 +139,48 @@ constexpr bool check_members() {
   return true;
 }
 
+/// True when Env satisfies the concept; never fails to compile (unlike check_env, which asserts).
+template <class Env>
+constexpr bool env_is_valid() {
+  if constexpr (!(has_scalar_type<Env>::value && has_observation_size<Env>::value && has_action_space<Env>::value &&
+                  has_state<Env>::value && has_params<Env>::value)) {
+    return false;
+  } else if constexpr (!std::is_floating_point_v<typename Env::scalar_type> || !(Env::observation_size > 0)) {
+    return false;
+  } else {
+    bool actions_ok = false;
+    if constexpr (Env::action_space == action_kind::discrete) {
+      if constexpr (has_num_actions<Env>::value) actions_ok = Env::num_actions > 0;
+    } else {
+      if constexpr (has_action_size<Env>::value && has_action_bounds<Env>::value) actions_ok = Env::action_size > 0;
+    }
+    return actions_ok && std::is_trivially_copyable_v<typename Env::State> &&
+           std::is_trivially_copyable_v<typename Env::Params> && std::is_default_constructible_v<typename Env::Params> &&
+           has_max_episode_steps<Env>::value && has_reset<Env>::value && has_step<Env>::value && has_observe<Env>::value;
+  }
+}
+
+/// A minimal valid env that stands in for an invalid user env inside vec_env, so that the user
+/// sees check_env's message and not a cascade of errors from vec_env's members.
+struct placeholder_env {
+  using scalar_type = float;
+  static constexpr int observation_size = 1;
+  static constexpr action_kind action_space = action_kind::discrete;
+  static constexpr int num_actions = 1;
+  struct State {
+    float x;
+  };
+  struct Params {
+    int max_episode_steps = 0;
+  };
+  RLK_HOST_DEVICE static void reset(const Params&, State& s, rng&) { s.x = 0; }
+  RLK_HOST_DEVICE static step_result<float> step(const Params&, State&, std::int32_t, rng&) { return {0.0f, false}; }
+  RLK_HOST_DEVICE static void observe(const Params&, const State& s, float* obs) { obs[0] = s.x; }
+};
+
+template <class Env>
+using env_or_placeholder_t = std::conditional_t<env_is_valid<Env>(), Env, placeholder_env>;
+
 }  // namespace detail
 
 /// @brief Compile-time check that `Env` is a complete rlkernels environment. Fails with one

@@ -112,6 +112,7 @@ struct reset_kernel {
   using scalar = typename Env::scalar_type;
   typename Env::Params params;
   std::uint64_t seed;
+  std::uint64_t first_stream;
   typename Env::State* states;
   std::uint64_t* rng_blocks;
   std::int32_t* elapsed;
@@ -123,7 +124,7 @@ struct reset_kernel {
   std::uint8_t* truncated;
 
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    rng gen(seed, i, 0);
+    rng gen(seed, first_stream + i, 0);
     typename Env::State s;
     Env::reset(params, s, gen);
     states[i] = s;
@@ -152,6 +153,7 @@ struct step_kernel {
 
   typename Env::Params params;
   std::uint64_t seed;
+  std::uint64_t first_stream;
   const action_type* actions;
   typename Env::State* states;
   std::uint64_t* rng_blocks;
@@ -166,7 +168,7 @@ struct step_kernel {
 
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
     typename Env::State s = states[i];
-    rng gen(seed, i, rng_blocks[i]);
+    rng gen(seed, first_stream + i, rng_blocks[i]);
     step_result<scalar> r;
     if constexpr (discrete) {
       r = Env::step(params, s, actions[i], gen);
@@ -202,15 +204,22 @@ struct step_kernel {
   }
 };
 
-/// Recomputes the observation of env i from its state (after the user overwrote states).
+/// Recomputes the observation of env i from its state (after the user overwrote states); the
+/// final observation is set to the same, as after a step that ended nothing.
 template <class Env>
 struct observe_kernel {
   using scalar = typename Env::scalar_type;
   typename Env::Params params;
   const typename Env::State* states;
   scalar* observations;
+  scalar* final_observations;
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    Env::observe(params, states[i], observations + i * Env::observation_size);
+    scalar obs[Env::observation_size];
+    Env::observe(params, states[i], obs);
+    for (int k = 0; k < Env::observation_size; ++k) {
+      observations[i * Env::observation_size + k] = obs[k];
+      final_observations[i * Env::observation_size + k] = obs[k];
+    }
   }
 };
 
@@ -262,8 +271,11 @@ struct validate_kernel {
 ///   episode was cut, so bootstrap from V(final_observation). Both flags may be set at once;
 ///   then termination wins (no bootstrap).
 ///
-/// Randomness: env i draws from `rng(seed, i)` with its own block counter, so a run is the same on
-/// every backend and for every thread count and batch split.
+/// Randomness: env i draws from `rng(seed, first_env_index + i)` with its own block counter. On the
+/// serial and OpenMP backends a run is therefore bit-identical for every thread count and batch
+/// size (env i does the same whether the batch holds 10 or 10^7 envs). CUDA draws the same random
+/// bits; its math library (sin, cos, log) may differ from the host's in the last bit, so CUDA
+/// trajectories agree with the host within rounding per step (tests use 1e-5 relative).
 ///
 /// Arrays live in the backend's memory (device memory for CUDA); views are what kernels take and
 /// `to_host()` on the buffers copies them out. Steps on CUDA are asynchronous on the backend's
@@ -271,13 +283,15 @@ struct validate_kernel {
 ///
 /// @tparam Env an environment (see check_env)
 /// @tparam Backend serial_backend, openmp_backend or cuda_backend
-template <class Env, class Backend>
+template <class UserEnv, class Backend>
 class vec_env {
-  static_assert(check_env<Env>(), "");
+  static_assert(check_env<UserEnv>(), "rlkernels::vec_env<Env, Backend>: Env is not a complete environment (see above)");
   static_assert(is_backend_v<Backend>, "rlkernels::vec_env<Env, Backend>: Backend must be serial_backend, openmp_backend or cuda_backend");
+  // An invalid env is replaced by a stand-in below, so check_env's message is the only error.
+  using Env = detail::env_or_placeholder_t<UserEnv>;
 
 public:
-  using env_type = Env;
+  using env_type = UserEnv;
   using backend_type = Backend;
   using scalar_type = typename Env::scalar_type;
   using state_type = typename Env::State;
@@ -293,10 +307,15 @@ public:
   /// @param num_envs number of environments, >= 1
   /// @param seed key of every env's random stream
   /// @param params env parameters shared by all envs (defaults: the reference env)
+  /// @param first_env_index index of this batch's first env in a larger population: env i draws
+  ///        from random stream first_env_index + i. A population split over several vec_envs
+  ///        (say, one per device) with consecutive offsets reproduces one big batch exactly.
   /// @throw std::invalid_argument if num_envs is 0 or params.max_episode_steps < 0
   /// @throw out_of_memory naming the bytes needed if the buffers do not fit
-  vec_env(Backend backend, std::size_t num_envs, std::uint64_t seed, params_type params = {})
-      : backend_(backend), num_envs_(checked_num_envs(num_envs)), seed_(seed), params_(checked_params(params)),
+  vec_env(Backend backend, std::size_t num_envs, std::uint64_t seed, params_type params = {},
+          std::uint64_t first_env_index = 0)
+      : backend_(backend), num_envs_(checked_num_envs(num_envs)), seed_(seed), first_env_index_(first_env_index),
+        params_(checked_params(params)),
         states_(backend, num_envs_), rng_blocks_(backend, num_envs_), elapsed_(backend, num_envs_),
         episode_returns_(backend, num_envs_), completed_(backend, num_envs_),
         observations_(backend, num_envs_ * observation_size), final_observations_(backend, num_envs_ * observation_size),
@@ -317,7 +336,7 @@ public:
   /// clears the flags, rewards and the episode statistics.
   void reset() {
     for_each_index(backend_, num_envs_,
-                   detail::reset_kernel<Env>{params_, seed_, states_.data(), rng_blocks_.data(), elapsed_.data(),
+                   detail::reset_kernel<Env>{params_, seed_, first_env_index_, states_.data(), rng_blocks_.data(), elapsed_.data(),
                                              episode_returns_.data(), observations_.data(), final_observations_.data(),
                                              rewards_.data(), terminated_.data(), truncated_.data()});
     clear_episode_statistics();
@@ -347,7 +366,7 @@ public:
   void step_unchecked(view<const action_type> actions) {
     check_actions_view(actions);
     for_each_index(backend_, num_envs_,
-                   detail::step_kernel<Env>{params_, seed_, actions.data(), states_.data(), rng_blocks_.data(),
+                   detail::step_kernel<Env>{params_, seed_, first_env_index_, actions.data(), states_.data(), rng_blocks_.data(),
                                             elapsed_.data(), episode_returns_.data(), completed_.data(),
                                             observations_.data(), final_observations_.data(), rewards_.data(),
                                             terminated_.data(), truncated_.data()});
@@ -355,6 +374,8 @@ public:
 
   std::size_t num_envs() const noexcept { return num_envs_; }
   std::uint64_t seed() const noexcept { return seed_; }
+  /// Random stream of env 0 (see the constructor).
+  std::uint64_t first_env_index() const noexcept { return first_env_index_; }
   const params_type& params() const noexcept { return params_; }
   const Backend& backend() const noexcept { return backend_; }
 
@@ -391,11 +412,13 @@ public:
 
   /// Recomputes observations() from the current states (after writing through states_view()).
   void refresh_observations() {
-    for_each_index(backend_, num_envs_, detail::observe_kernel<Env>{params_, states_.data(), observations_.data()});
+    for_each_index(backend_, num_envs_,
+                   detail::observe_kernel<Env>{params_, states_.data(), observations_.data(), final_observations_.data()});
   }
 
   /// Statistics of the episodes completed since construction, reset() or the last clear.
-  /// Deterministic: the same numbers on every run, thread count and batch split of a backend.
+  /// The host backends sum in a fixed order (the same numbers for every thread count); CUDA sums
+  /// with CUB, which repeats run to run on the same GPU model.
   episode_statistics get_episode_statistics() const {
     const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), num_envs_);
     episode_statistics out;
@@ -465,7 +488,7 @@ private:
 #if RLK_HAS_CUDA
     else {
       const unsigned long long none = ~0ull;
-      first_bad_.assign(&none, 1);
+      RLK_CUDA_CHECK(cudaMemsetAsync(first_bad_.data(), 0xFF, sizeof(unsigned long long), backend_.stream));
       for_each_index(backend_, num_envs_, detail::validate_kernel<Env>{actions, first_bad_.data()});
       const unsigned long long bad = first_bad_.get(0);
       return bad == none ? npos : std::size_t(bad);
@@ -507,6 +530,7 @@ private:
   Backend backend_;
   std::size_t num_envs_;
   std::uint64_t seed_;
+  std::uint64_t first_env_index_;
   params_type params_;
   buffer<state_type, Backend> states_;
   buffer<std::uint64_t, Backend> rng_blocks_;
