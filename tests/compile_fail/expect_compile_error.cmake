@@ -1,5 +1,5 @@
-# Compiles SOURCE with COMPILER and INCLUDES; passes if compilation fails and the diagnostics
-# contain EXPECT.
+# Compiles SOURCE with COMPILER and INCLUDES; passes if compilation fails, the diagnostics
+# contain EXPECT, and (if given) no diagnostic line matches the regular expression FORBID.
 set(args -std=c++17 -fsyntax-only)
 foreach(dir IN LISTS INCLUDES)
   list(APPEND args "-I${dir}")
@@ -11,5 +11,8 @@ endif()
 string(FIND "${out}${err}" "${EXPECT}" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "the compiler's diagnostics lack the expected message:\n  ${EXPECT}\n--- diagnostics ---\n${out}${err}")
+endif()
+if(DEFINED FORBID AND "${out}${err}" MATCHES "${FORBID}")
+  message(FATAL_ERROR "the diagnostics contain an unwanted error matching ${FORBID}:\n${out}${err}")
 endif()
 message(STATUS "failed to compile, as expected, with: ${EXPECT}")
