@@ -168,6 +168,18 @@ TEST_CASE("bad arguments are rejected with a clear message", "[vec_env][errors]"
   bad.max_episode_steps = -3;
   CHECK_THROWS_WITH((vec_env<ticker, backend_t>(rlk_test::backend(), 4, 1, bad)), Catch::Contains("got -3"));
 
+  // More envs than the backend's memory can hold: refused up front with the whole size.
+  const std::size_t too_many = std::size_t(1) << 40;
+  try {
+    vec_env<ticker, backend_t> huge(rlk_test::backend(), too_many, 1);
+    FAIL("2^40 envs were created");
+  } catch (const out_of_memory& e) {
+    CHECK(e.requested() == vec_env<ticker, backend_t>::bytes_required(too_many));
+    CHECK_THAT(e.what(), Catch::Contains("1099511627776 envs need") && Catch::Contains("available"));
+  }
+  CHECK_THROWS_WITH((vec_env<ticker, backend_t>(rlk_test::backend(), std::size_t(-1) / 2, 1)),
+                    Catch::Contains("overflows"));
+
   vec_env<ticker, backend_t> env(rlk_test::backend(), 4, 1);
   auto three = device_copy(std::vector<std::int32_t>(3, 0));
   CHECK_THROWS_WITH(env.step(three.cview()), Catch::Contains("actions has 3 elements, expected 4"));

@@ -16,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
 namespace rlkernels {
 
 /// @brief A non-owning, trivially copyable view of `size` contiguous elements of T: what kernels
@@ -136,6 +140,25 @@ struct memory_ops<cuda_backend> {
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream));
   }
 };
+#endif
+
+/// Upper bound on what one allocation on the backend can get: physical memory on the host (an
+/// overcommitting kernel would accept more and kill the process later), free device memory on
+/// CUDA. Returns SIZE_MAX where it cannot be told.
+inline std::size_t memory_capacity(serial_backend) {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) return std::size_t(pages) * std::size_t(page);
+#endif
+  return std::size_t(-1);
+}
+inline std::size_t memory_capacity(openmp_backend) { return memory_capacity(serial); }
+#if RLK_HAS_CUDA
+inline std::size_t memory_capacity(cuda_backend) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  RLK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
 #endif
 
 }  // namespace detail

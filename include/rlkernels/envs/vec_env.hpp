@@ -175,7 +175,7 @@ struct step_kernel {
     } else {
       r = Env::step(params, s, actions + i * action_width, gen);
     }
-    const std::int32_t t = elapsed[i] + 1;
+    const std::int32_t t = elapsed[i] + (elapsed[i] < 0x7fffffff);  // saturates without a time limit
     const double ret = episode_returns[i] + double(r.reward);
     const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
 
@@ -438,8 +438,19 @@ public:
 private:
   static constexpr std::size_t npos = std::size_t(-1);
 
-  static std::size_t checked_num_envs(std::size_t n) {
+  std::size_t checked_num_envs(std::size_t n) const {
     RLK_EXPECTS(n >= 1, std::invalid_argument, "rlkernels::vec_env: num_envs must be >= 1, got ", n);
+    RLK_EXPECTS(n <= (std::size_t(-1) - 64) / bytes_required(1), std::invalid_argument, "rlkernels::vec_env: num_envs ",
+                n, " overflows the size of the address space");
+    // Fail before allocating anything, with the whole size, rather than on one buffer midway (or,
+    // on an overcommitting host, by the OOM killer while zeroing).
+    const std::size_t needed = bytes_required(n);
+    const std::size_t available = detail::memory_capacity(backend_);
+    if (needed > available) {
+      throw out_of_memory(needed, detail::concat("rlkernels::vec_env: ", n, " envs need ", detail::format_bytes(needed),
+                                                 " of ", backend_name(backend_), " memory; available: ",
+                                                 detail::format_bytes(available)));
+    }
     return n;
   }
   static params_type checked_params(const params_type& p) {
