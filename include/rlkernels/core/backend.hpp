@@ -36,7 +36,7 @@ inline constexpr openmp_backend openmp{};
 /// @brief Runs batches on the current CUDA device, ordered on `stream` (0: the default stream).
 /// Buffers made with this backend live in device memory.
 struct cuda_backend {
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  ///< the stream that kernels, copies and allocations are ordered on
 };
 #endif
 

@@ -40,6 +40,7 @@ private:
 /// known, the bytes free.
 class out_of_memory : public error {
 public:
+  /// @param requested bytes asked for  @param what the full message
   out_of_memory(std::size_t requested, const std::string& what) : error(what), requested_(requested) {}
   /// Bytes that were requested.
   std::size_t requested() const noexcept { return requested_; }
@@ -52,6 +53,7 @@ private:
 /// range, or a NaN in a continuous action). The step that raised it changed nothing.
 class invalid_action : public std::invalid_argument {
 public:
+  /// @param env_index first rejected env  @param value its action value  @param what the full message
   invalid_action(std::size_t env_index, double value, const std::string& what)
       : std::invalid_argument(what), env_index_(env_index), value_(value) {}
   /// Index of the first environment whose action was rejected.

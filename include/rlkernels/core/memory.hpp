@@ -28,20 +28,28 @@ namespace rlkernels {
 template <class T>
 class view {
 public:
-  using value_type = std::remove_cv_t<T>;
-  using element_type = T;
+  using value_type = std::remove_cv_t<T>;  ///< element type without const
+  using element_type = T;                  ///< element type as viewed (may be const)
 
+  /// An empty view.
   RLK_HOST_DEVICE constexpr view() noexcept : data_(nullptr), size_(0) {}
+  /// Views `size` elements starting at `data` (host or device memory; the view does not know).
   RLK_HOST_DEVICE constexpr view(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
   /// A view of T converts to a view of const T.
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   RLK_HOST_DEVICE constexpr view(view<U> other) noexcept : data_(other.data()), size_(other.size()) {}
 
+  /// Pointer to the first element.
   RLK_HOST_DEVICE constexpr T* data() const noexcept { return data_; }
+  /// Number of elements.
   RLK_HOST_DEVICE constexpr std::size_t size() const noexcept { return size_; }
+  /// True when the view has no elements.
   RLK_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
+  /// Element i (unchecked; dereference only in the memory space the data lives in).
   RLK_HOST_DEVICE constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  /// Iterator to the first element.
   RLK_HOST_DEVICE constexpr T* begin() const noexcept { return data_; }
+  /// Iterator past the last element.
   RLK_HOST_DEVICE constexpr T* end() const noexcept { return data_ + size_; }
   /// Elements [offset, offset + count).
   RLK_HOST_DEVICE constexpr view subview(std::size_t offset, std::size_t count) const noexcept {
@@ -174,9 +182,10 @@ class buffer {
   using ops = detail::memory_ops<Backend>;
 
 public:
-  using value_type = T;
-  using backend_type = Backend;
+  using value_type = T;          ///< element type
+  using backend_type = Backend;  ///< where the memory lives
 
+  /// An empty buffer (no allocation).
   buffer() = default;
   /// Allocates `size` zeroed elements. @throw out_of_memory naming the bytes asked for (and free).
   buffer(Backend backend, std::size_t size) : backend_(backend), size_(size) {
@@ -192,7 +201,9 @@ public:
 
   buffer(const buffer&) = delete;
   buffer& operator=(const buffer&) = delete;
+  /// Takes over the memory of `other`, which becomes empty.
   buffer(buffer&& other) noexcept { swap(other); }
+  /// Frees this buffer's memory and takes over that of `other`, which becomes empty.
   buffer& operator=(buffer&& other) noexcept {
     if (this != &other) {
       buffer(std::move(other)).swap(*this);
@@ -202,21 +213,29 @@ public:
   ~buffer() {
     if (data_) ops::deallocate(backend_, data_);
   }
+  /// Exchanges the contents (and backends) of two buffers.
   void swap(buffer& other) noexcept {
     std::swap(backend_, other.backend_);
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
   }
 
+  /// Number of elements.
   std::size_t size() const noexcept { return size_; }
+  /// Size in bytes.
   std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// True when the buffer holds no elements.
   bool empty() const noexcept { return size_ == 0; }
+  /// Pointer to the first element (a device pointer for CUDA).
   T* data() noexcept { return data_; }
+  /// @copydoc data()
   const T* data() const noexcept { return data_; }
+  /// The backend the memory belongs to (for CUDA: the stream its copies use).
   const Backend& backend() const noexcept { return backend_; }
 
   /// A view of the elements (device pointers for CUDA).
   rlkernels::view<T> view() noexcept { return rlkernels::view<T>(data_, size_); }
+  /// A read-only view of the elements.
   rlkernels::view<const T> view() const noexcept { return rlkernels::view<const T>(data_, size_); }
   /// A read-only view even of a non-const buffer.
   rlkernels::view<const T> cview() const noexcept { return rlkernels::view<const T>(data_, size_); }
@@ -241,6 +260,7 @@ public:
     RLK_EXPECTS(host != nullptr || count == 0, std::invalid_argument, "rlkernels::buffer::assign: null source");
     if (count != 0) ops::from_host(backend_, data_, host, bytes());
   }
+  /// Overwrites all elements from a host vector of the same size.
   void assign(const std::vector<T>& host) { assign(host.data(), host.size()); }
   /// Sets every byte to zero.
   void zero() {

@@ -15,8 +15,10 @@ namespace rlkernels {
 
 /// Four 32-bit words: one Philox counter or output block.
 struct uint32x4 {
-  std::uint32_t v[4];
+  std::uint32_t v[4];  ///< the words, v[0] first
+  /// Word i.
   RLK_HOST_DEVICE constexpr std::uint32_t operator[](int i) const { return v[i]; }
+  /// Word-wise equality.
   RLK_HOST_DEVICE friend constexpr bool operator==(const uint32x4& a, const uint32x4& b) {
     return a.v[0] == b.v[0] && a.v[1] == b.v[1] && a.v[2] == b.v[2] && a.v[3] == b.v[3];
   }
@@ -24,7 +26,7 @@ struct uint32x4 {
 
 /// Two 32-bit words: one Philox key.
 struct uint32x2 {
-  std::uint32_t v[2];
+  std::uint32_t v[2];  ///< the words, v[0] first (the low half of a 64-bit seed)
 };
 
 namespace detail {

@@ -22,30 +22,34 @@ namespace rlkernels {
 /// @tparam Scalar float or double: the type of the state, observations and rewards
 template <class Scalar = float>
 struct cartpole {
-  using scalar_type = Scalar;
-  static constexpr int observation_size = 4;
-  static constexpr action_kind action_space = action_kind::discrete;
-  static constexpr int num_actions = 2;
+  using scalar_type = Scalar;                                         ///< state, observation, reward type
+  static constexpr int observation_size = 4;                          ///< [x, x_dot, theta, theta_dot]
+  static constexpr action_kind action_space = action_kind::discrete;  ///< Discrete(2)
+  static constexpr int num_actions = 2;                               ///< 0: push left, 1: push right
 
   /// Physical state; the observation is this state as is.
   struct State {
-    Scalar x, x_dot, theta, theta_dot;
+    Scalar x;          ///< cart position (m)
+    Scalar x_dot;      ///< cart velocity (m/s)
+    Scalar theta;      ///< pole angle from upright (rad)
+    Scalar theta_dot;  ///< pole angular velocity (rad/s)
   };
 
   /// Gymnasium's constants; change them to make variants (e.g. a longer pole).
   struct Params {
-    Scalar gravity = Scalar(9.8);
-    Scalar masscart = Scalar(1.0);
-    Scalar masspole = Scalar(0.1);
+    Scalar gravity = Scalar(9.8);   ///< m/s^2
+    Scalar masscart = Scalar(1.0);  ///< kg
+    Scalar masspole = Scalar(0.1);  ///< kg
     Scalar length = Scalar(0.5);  ///< half the pole's length
-    Scalar force_mag = Scalar(10.0);
+    Scalar force_mag = Scalar(10.0);  ///< N, pushed left or right
     Scalar tau = Scalar(0.02);  ///< seconds per step (explicit Euler)
-    Scalar theta_threshold_radians = Scalar(12 * 2 * 3.141592653589793 / 360);  // 0.20943951023931953
-    Scalar x_threshold = Scalar(2.4);
+    Scalar theta_threshold_radians = Scalar(12 * 2 * 3.141592653589793 / 360);  ///< 12 degrees: terminated beyond
+    Scalar x_threshold = Scalar(2.4);  ///< terminated when |x| exceeds it
     Scalar reset_bound = Scalar(0.05);  ///< reset draws each state variable from U(-bound, bound)
-    int max_episode_steps = 500;
+    int max_episode_steps = 500;  ///< time limit of CartPole-v1 (truncation)
   };
 
+  /// Starts an episode: every state variable from U(-reset_bound, reset_bound).
   template <class Rng>
   RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
     s.x = gen.template uniform<Scalar>(-p.reset_bound, p.reset_bound);
@@ -54,6 +58,7 @@ struct cartpole {
     s.theta_dot = gen.template uniform<Scalar>(-p.reset_bound, p.reset_bound);
   }
 
+  /// One explicit-Euler step of tau seconds under the pushed force; reward 1.
   template <class Rng>
   RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, std::int32_t action, Rng&) {
     // Same operation order as Gymnasium so that the double version rounds identically.
@@ -78,6 +83,7 @@ struct cartpole {
     return {Scalar(1), terminated};  // Gymnasium gives 1 on the terminal step too
   }
 
+  /// The observation is the state: [x, x_dot, theta, theta_dot].
   RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
     obs[0] = s.x;
     obs[1] = s.x_dot;

@@ -24,8 +24,8 @@ enum class action_kind {
 /// env's business: vec_env sets `truncated` from `Params::max_episode_steps`.
 template <class Scalar>
 struct step_result {
-  Scalar reward;
-  bool terminated;
+  Scalar reward;    ///< reward of the transition
+  bool terminated;  ///< true when the new state is terminal (the MDP ended)
 };
 
 namespace detail {

@@ -291,13 +291,14 @@ class vec_env {
   using Env = detail::env_or_placeholder_t<UserEnv>;
 
 public:
-  using env_type = UserEnv;
-  using backend_type = Backend;
-  using scalar_type = typename Env::scalar_type;
-  using state_type = typename Env::State;
-  using params_type = typename Env::Params;
+  using env_type = UserEnv;                        ///< the environment
+  using backend_type = Backend;                    ///< where the batch runs
+  using scalar_type = typename Env::scalar_type;   ///< observation and reward type
+  using state_type = typename Env::State;          ///< one env's state
+  using params_type = typename Env::Params;        ///< parameters shared by all envs
   /// std::int32_t for discrete envs, scalar_type for continuous ones.
   using action_type = typename detail::action_traits<Env>::type;
+  /// Scalars per observation (the row length of observations() and final_observations()).
   static constexpr int observation_size = Env::observation_size;
   /// Actions per env in the actions array: 1 for discrete envs, Env::action_size otherwise.
   static constexpr int action_width = detail::action_traits<Env>::width;
@@ -372,11 +373,15 @@ public:
                                             terminated_.data(), truncated_.data()});
   }
 
+  /// Number of environments N.
   std::size_t num_envs() const noexcept { return num_envs_; }
+  /// Key of the random streams.
   std::uint64_t seed() const noexcept { return seed_; }
   /// Random stream of env 0 (see the constructor).
   std::uint64_t first_env_index() const noexcept { return first_env_index_; }
+  /// The parameters shared by all envs.
   const params_type& params() const noexcept { return params_; }
+  /// The backend the batch runs on.
   const Backend& backend() const noexcept { return backend_; }
 
   /// [N, observation_size] observations to act on (see the class comment).
