@@ -1,6 +1,7 @@
 # Helpers that build one source for several backends (project-internal; not installed).
 #
-# rlk_add_variants(<name> SOURCE <file> [CUDA] [LIBRARIES <libs...>] [DEFINITIONS <defs...>])
+# rlk_add_variants(<name> SOURCE <file> [CUDA] [LIBRARIES <libs...>] [DEFINITIONS <defs...>]
+#                  [OPTIONS <compile options...>])
 #   Creates <name>_serial and <name>_openmp from <file>, compiled with RLK_BACKEND_SERIAL or
 #   RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
 #   .cu file that includes <file>, compiled with RLK_BACKEND_CUDA. The list of targets made is
@@ -24,6 +25,7 @@ function(rlk_add_variants name)
     target_compile_definitions(${name}_cuda PRIVATE RLK_BACKEND_CUDA ${ARG_DEFINITIONS})
     target_link_libraries(${name}_cuda PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
     target_include_directories(${name}_cuda PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+    target_compile_options(${name}_cuda PRIVATE ${ARG_OPTIONS})
     # A host-only function called from host/device code is only a warning in nvcc; make it an
     # error here so that a missing RLK_HOST_DEVICE cannot slip through (20011, 20013, 20014).
     target_compile_options(${name}_cuda PRIVATE

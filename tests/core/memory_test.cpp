@@ -91,6 +91,21 @@ TEST_CASE("for_each_index runs every index exactly once on the backend", "[backe
   }
 }
 
+#if defined(RLK_BACKEND_OPENMP)
+TEST_CASE("openmp: small batches run serially unless serial_below is lowered; results are the same", "[backend]") {
+  for (std::size_t serial_below : {std::size_t(0), std::size_t(1024), std::size_t(1) << 20}) {
+    const openmp_backend backend{3, serial_below};
+    const std::size_t n = 5000;
+    std::vector<int> host(n, 2);
+    buffer<int, openmp_backend> in(backend, host);
+    buffer<long long, openmp_backend> out(backend, n);
+    for_each_index(backend, n, affine_kernel{in.cview(), out.view()});
+    const std::vector<long long> got = out.to_host();
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == 6 + static_cast<long long>(i));
+  }
+}
+#endif
+
 TEST_CASE("view: subview and element access", "[memory]") {
   std::vector<int> v{0, 1, 2, 3, 4, 5};
   view<int> all = make_view(v);

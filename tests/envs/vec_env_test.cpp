@@ -231,6 +231,28 @@ TEST_CASE("an invalid action names the env and value, and the rejected step chan
   CHECK(env.episode_returns().to_host() == returns);
 }
 
+TEST_CASE("the action check finds the first bad env in large batches too", "[vec_env][errors]") {
+  const std::size_t n = 100000;  // above the size where the OpenMP check runs in parallel
+  vec_env<ticker, backend_t> env(rlk_test::backend(), n, 3);
+  std::vector<std::int32_t> actions(n, 2);
+  actions[99999] = 3;
+  actions[65537] = -2;
+  auto dev = device_copy(actions);
+  try {
+    env.step(dev.cview());
+    FAIL("no exception");
+  } catch (const invalid_action& e) {
+    CHECK(e.env_index() == 65537);
+    CHECK(e.value() == -2.0);
+  }
+  CHECK(env.episode_lengths().get(0) == 0);
+  actions[65537] = 0;
+  actions[99999] = 0;
+  dev.assign(actions);
+  env.step(dev.cview());
+  CHECK(env.episode_lengths().get(99999) == 1);
+}
+
 TEST_CASE("continuous actions: NaN is rejected, out-of-bound values are clipped by the env", "[vec_env][errors]") {
   vec_env<drift, backend_t> env(rlk_test::backend(), 8, 11);
   const auto before = env.observations().to_host();
@@ -337,7 +359,7 @@ TEST_CASE("OpenMP thread counts do not change a single bit", "[vec_env][determin
   std::vector<std::vector<float>> observations;
   std::vector<episode_statistics> stats;
   for (int threads : {1, 2, 3, 8}) {
-    vec_env<cartpole<float>, openmp_backend> env(openmp_backend{threads}, n, 9);
+    vec_env<cartpole<float>, openmp_backend> env(openmp_backend{threads, /*serial_below=*/0}, n, 9);
     for (int t = 0; t < 200; ++t) {
       const auto a = cartpole_actions(n, t);
       env.step(make_view(a));
