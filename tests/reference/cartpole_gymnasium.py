@@ -27,13 +27,21 @@ Regenerate (from the repository root):
     pip install gymnasium==1.4.0 numpy==2.4.6
     python3 tests/reference/cartpole_gymnasium.py
 
-Generated with Python 3.11.7, gymnasium 1.4.0, numpy 2.4.6 (x86-64, AVX-512).
+Generated with Python 3.11.7, gymnasium 1.4.0, numpy 2.4.6 (x86-64, AVX-512 kernels disabled
+as below; with them on, this machine gives the same file for CartPole).
 """
 
 import os
 
-import gymnasium
-import numpy as np
+# NumPy on AVX-512 machines computes float64 sin/cos with SVML, which can differ from glibc by an
+# ulp; the C++ side uses the C library's, so the golden data is generated with those kernels off.
+# (NumPy >= 2.4 names the AVX-512 baseline X86_V4; older releases use the AVX512_* names.)
+os.environ.setdefault(
+    "NPY_DISABLE_CPU_FEATURES", "X86_V4 AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+)
+
+import gymnasium  # noqa: E402  (after the environment variable above)
+import numpy as np  # noqa: E402
 
 SEEDS = (0, 1, 42, 12345)
 N_RANDOM = 6  # random-action episodes per seed
