@@ -114,6 +114,22 @@ episode_accumulator reduce_accumulators(const Backend& backend, const episode_ac
   }
 }
 
+/// Pointers to a vec_env's per-env arrays (in backend memory), as the kernels see them.
+template <class Env>
+struct batch_arrays {
+  using scalar = typename Env::scalar_type;
+  typename Env::State* states;           // [N]
+  std::uint64_t* rng_blocks;             // [N] next Philox block of each env's stream
+  std::int32_t* elapsed;                 // [N] steps in the current episode
+  double* episode_returns;               // [N] return so far of the current episode
+  episode_accumulator* completed;        // [N] completed episodes, for episode_statistics
+  scalar* observations;                  // [N, observation_size]
+  scalar* final_observations;            // [N, observation_size]
+  scalar* rewards;                       // [N]
+  std::uint8_t* terminated;              // [N]
+  std::uint8_t* truncated;               // [N]
+};
+
 /// Resets env i from the start of its random stream and writes its first observation.
 template <class Env>
 struct reset_kernel {
@@ -121,33 +137,26 @@ struct reset_kernel {
   typename Env::Params params;
   std::uint64_t seed;
   std::uint64_t first_stream;
-  typename Env::State* states;
-  std::uint64_t* rng_blocks;
-  std::int32_t* elapsed;
-  double* episode_returns;
-  scalar* observations;
-  scalar* final_observations;
-  scalar* rewards;
-  std::uint8_t* terminated;
-  std::uint8_t* truncated;
+  batch_arrays<Env> a;
 
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
     rng gen(seed, first_stream + i, 0);
     typename Env::State s;
     Env::reset(params, s, gen);
-    states[i] = s;
-    rng_blocks[i] = gen.block();
-    elapsed[i] = 0;
-    episode_returns[i] = 0.0;
+    a.states[i] = s;
+    a.rng_blocks[i] = gen.block();
+    a.elapsed[i] = 0;
+    a.episode_returns[i] = 0.0;
+    a.completed[i] = episode_accumulator::empty();
     scalar obs[Env::observation_size];
     Env::observe(params, s, obs);
     for (int k = 0; k < Env::observation_size; ++k) {
-      observations[i * Env::observation_size + k] = obs[k];
-      final_observations[i * Env::observation_size + k] = obs[k];
+      a.observations[i * Env::observation_size + k] = obs[k];
+      a.final_observations[i * Env::observation_size + k] = obs[k];
     }
-    rewards[i] = scalar(0);
-    terminated[i] = 0;
-    truncated[i] = 0;
+    a.rewards[i] = scalar(0);
+    a.terminated[i] = 0;
+    a.truncated[i] = 0;
   }
 };
 
@@ -163,60 +172,51 @@ struct step_kernel {
   std::uint64_t seed;
   std::uint64_t first_stream;
   const action_type* actions;
-  typename Env::State* states;
-  std::uint64_t* rng_blocks;
-  std::int32_t* elapsed;
-  double* episode_returns;
-  episode_accumulator* completed;
-  scalar* observations;
-  scalar* final_observations;
-  scalar* rewards;
-  std::uint8_t* terminated;
-  std::uint8_t* truncated;
+  batch_arrays<Env> a;
 
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    typename Env::State s = states[i];
-    rng gen(seed, first_stream + i, rng_blocks[i]);
+    typename Env::State s = a.states[i];
+    rng gen(seed, first_stream + i, a.rng_blocks[i]);
     step_result<scalar> r;
     if constexpr (discrete) {
       r = Env::step(params, s, actions[i], gen);
     } else {
       r = Env::step(params, s, actions + i * action_width, gen);
     }
-    const std::int32_t t = elapsed[i] + (elapsed[i] < 0x7fffffff);  // saturates without a time limit
-    const double ret = episode_returns[i] + double(r.reward);
+    const std::int32_t t = a.elapsed[i] + (a.elapsed[i] < 0x7fffffff);  // saturates without a time limit
+    const double ret = a.episode_returns[i] + double(r.reward);
     const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
 
     scalar obs[Env::observation_size];
     Env::observe(params, s, obs);
-    scalar* final_obs = final_observations + i * Env::observation_size;
+    scalar* final_obs = a.final_observations + i * Env::observation_size;
     for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
 
     const bool done = r.terminated || trunc;
 #if defined(__CUDA_ARCH__)
-    if (done) completed[i].add(ret, double(t));  // the GPU hides the latency of these sparse updates
+    if (done) a.completed[i].add(ret, double(t));  // the GPU hides the latency of these sparse updates
 #else
     // On the host every env's accumulator is rewritten each step, branch-free, rather than only
     // where an episode ended: that sparse read-modify-write misses the cache unprefetched and cost
     // ~30% of the step at 2^20 envs; the dense one streams (see docs/benchmarks.md).
-    completed[i].add_if(done, ret, double(t));
+    a.completed[i].add_if(done, ret, double(t));
 #endif
     if (done) {
       Env::reset(params, s, gen);
       Env::observe(params, s, obs);
-      elapsed[i] = 0;
-      episode_returns[i] = 0.0;
+      a.elapsed[i] = 0;
+      a.episode_returns[i] = 0.0;
     } else {
-      elapsed[i] = t;
-      episode_returns[i] = ret;
+      a.elapsed[i] = t;
+      a.episode_returns[i] = ret;
     }
-    scalar* next_obs = observations + i * Env::observation_size;
+    scalar* next_obs = a.observations + i * Env::observation_size;
     for (int k = 0; k < Env::observation_size; ++k) next_obs[k] = obs[k];
-    states[i] = s;
-    rng_blocks[i] = gen.block();
-    rewards[i] = r.reward;
-    terminated[i] = r.terminated;
-    truncated[i] = trunc;
+    a.states[i] = s;
+    a.rng_blocks[i] = gen.block();
+    a.rewards[i] = r.reward;
+    a.terminated[i] = r.terminated;
+    a.truncated[i] = trunc;
   }
 };
 
@@ -353,11 +353,7 @@ public:
   /// Resets every env from the start of its random stream (the state right after construction),
   /// clears the flags, rewards and the episode statistics.
   void reset() {
-    for_each_index(backend_, num_envs_,
-                   detail::reset_kernel<Env>{params_, seed_, first_env_index_, states_.data(), rng_blocks_.data(), elapsed_.data(),
-                                             episode_returns_.data(), observations_.data(), final_observations_.data(),
-                                             rewards_.data(), terminated_.data(), truncated_.data()});
-    clear_episode_statistics();
+    for_each_index(backend_, num_envs_, detail::reset_kernel<Env>{params_, seed_, first_env_index_, arrays()});
   }
 
   /// Changes the seed and resets every env (see reset()).
@@ -384,10 +380,7 @@ public:
   void step_unchecked(view<const action_type> actions) {
     check_actions_view(actions);
     for_each_index(backend_, num_envs_,
-                   detail::step_kernel<Env>{params_, seed_, first_env_index_, actions.data(), states_.data(), rng_blocks_.data(),
-                                            elapsed_.data(), episode_returns_.data(), completed_.data(),
-                                            observations_.data(), final_observations_.data(), rewards_.data(),
-                                            terminated_.data(), truncated_.data()});
+                   detail::step_kernel<Env>{params_, seed_, first_env_index_, actions.data(), arrays()});
   }
 
   /// Number of environments N.
@@ -459,6 +452,12 @@ public:
 
 private:
   static constexpr std::size_t npos = std::size_t(-1);
+
+  detail::batch_arrays<Env> arrays() noexcept {
+    return {states_.data(),       rng_blocks_.data(),         elapsed_.data(), episode_returns_.data(),
+            completed_.data(),    observations_.data(),       final_observations_.data(),
+            rewards_.data(),      terminated_.data(),         truncated_.data()};
+  }
 
   std::size_t checked_num_envs(std::size_t n) const {
     RLK_EXPECTS(n >= 1, std::invalid_argument, "rlkernels::vec_env: num_envs must be >= 1, got ", n);
