@@ -298,7 +298,7 @@ struct validate_kernel {
 /// `to_host()` on the buffers copies them out. Steps on CUDA are asynchronous on the backend's
 /// stream except for the action check of `step`, which waits for its result.
 ///
-/// @tparam Env an environment (see check_env)
+/// @tparam UserEnv an environment (see check_env)
 /// @tparam Backend serial_backend, openmp_backend or cuda_backend
 template <class UserEnv, class Backend>
 class vec_env {
