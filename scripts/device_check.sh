@@ -4,15 +4,17 @@
 # Usage (on a machine with an NVIDIA GPU, the CUDA Toolkit, CMake >= 3.24 and libbenchmark-dev):
 #   scripts/device_check.sh                         # from anywhere inside the repository
 #   scripts/device_check.sh --summarize FILE.csv    # only print the summary table of a benchmark CSV
-#                                                   # (any cartpole_bench_* binary's --benchmark_format=csv)
+#                                                   # (any *_bench_* binary's --benchmark_format=csv)
 #
 # It
 #   1. prints the GPUs (nvidia-smi -L);
 #   2. configures build-device/ with -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #      -DRLK_RUN_CUDA_TESTS=ON and builds everything with all cores;
 #   3. runs the CUDA tests: ctest -L cuda --output-on-failure (fails if no test carries the label);
-#   4. runs build-device/benchmarks/cartpole_bench_cuda, writing build-device/cartpole_bench_cuda.csv;
-#   5. prints env-steps/s per row and N, and the vec_env/limit and checked/unchecked ratios.
+#   4. runs build-device/benchmarks/{cartpole,classic_control}_bench_cuda, writing
+#      build-device/<name>_cuda.csv;
+#   5. prints env-steps/s per row and N, and per env the vec_env/limit, vec_env/virtual and
+#      checked/unchecked ratios.
 # Expected time on a 16-core H200 box: about 3-5 minutes, most of it compiling.
 #
 # Environment overrides: BUILD_DIR (build-device), CUDA_ARCH (90), CTEST_JOBS (4),
@@ -64,18 +66,16 @@ def rate(family, n):  # median over repetitions, in env-steps/s
 def cell(x):
     return f"{x / 1e6:12.2f}" if x is not None else f"{'-':>12}"
 
-width = max([len(f) for f in families] + [10])
+width = max([len(f) for f in families] + [44])
 print("env-steps/s in millions (items_per_second; median over repetitions)")
 print(f"{'row':<{width}} " + " ".join(f"{'N=' + str(n):>12}" for n in sizes))
 for family in families:
     print(f"{family:<{width}} " + " ".join(
         f"{'skipped':>12}" if (family, n) in skipped else cell(rate(family, n)) for n in sizes))
 
-def find(prefix):
-    return next((f for f in families if f.startswith(prefix + "/")), None)
-
-checked, unchecked = find("BM_vec_env_step"), find("BM_vec_env_step_unchecked")
-limit, virtual = find("BM_limit_loop"), find("BM_virtual_gym_style")
+def group_of(family):  # "BM_row/<env id>/<backend>" -> env id; "BM_row/<backend>" -> ""
+    parts = family.split("/")
+    return parts[1] if len(parts) == 3 else ""
 
 def ratio_row(label, num, den, fmt):
     if not num or not den:
@@ -86,10 +86,19 @@ def ratio_row(label, num, den, fmt):
         cells.append(f"{fmt(a, b):>12}" if a and b else f"{'-':>12}")
     print(f"{label:<{width}} " + " ".join(cells))
 
-print()
-ratio_row("vec_env unchecked / limit", unchecked, limit, lambda a, b: f"{a / b:.2f}")
-ratio_row("vec_env unchecked / virtual", unchecked, virtual, lambda a, b: f"{a / b:.2f}x")
-ratio_row("checking cost (1 - chk/unchk)", checked, unchecked, lambda a, b: f"{100 * (1 - a / b):.1f}%")
+for group in dict.fromkeys(group_of(f) for f in families):
+    members = [f for f in families if group_of(f) == group]
+
+    def find(prefix):
+        return next((f for f in members if f.startswith(prefix + "/")), None)
+
+    checked, unchecked = find("BM_vec_env_step"), find("BM_vec_env_step_unchecked")
+    limit, virtual = find("BM_limit_loop"), find("BM_virtual_gym_style")
+    tag = f"{group}: " if group else ""
+    print()
+    ratio_row(tag + "vec_env unchecked / limit", unchecked, limit, lambda a, b: f"{a / b:.2f}")
+    ratio_row(tag + "vec_env unchecked / virtual", unchecked, virtual, lambda a, b: f"{a / b:.2f}x")
+    ratio_row(tag + "checking cost (1 - chk/unchk)", checked, unchecked, lambda a, b: f"{100 * (1 - a / b):.1f}%")
 PY
 }
 
@@ -122,15 +131,19 @@ cmake --build "$build" --parallel "$jobs"
 echo "== CUDA tests"
 ctest --test-dir "$build" -L cuda --output-on-failure --no-tests=error --timeout 300 --parallel "${CTEST_JOBS:-4}"
 
-bench="$build/benchmarks/cartpole_bench_cuda"
-csv="$build/cartpole_bench_cuda.csv"
-if [[ ! -x "$bench" ]]; then
-  echo "error: $bench was not built (was nvcc found? see the configure output above)" >&2
-  exit 1
-fi
-echo "== CUDA benchmark ($bench)"
-# shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments on purpose
-timeout 600 "$bench" --benchmark_out="$csv" --benchmark_out_format=csv ${BENCH_ARGS:-}
+for name in cartpole_bench classic_control_bench; do
+  bench="$build/benchmarks/${name}_cuda"
+  csv="$build/${name}_cuda.csv"
+  if [[ ! -x "$bench" ]]; then
+    echo "error: $bench was not built (was nvcc found? see the configure output above)" >&2
+    exit 1
+  fi
+  echo "== CUDA benchmark ($bench)"
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments on purpose
+  timeout 600 "$bench" --benchmark_out="$csv" --benchmark_out_format=csv ${BENCH_ARGS:-}
+done
 
-echo "== summary ($csv)"
-summarize "$csv"
+for name in cartpole_bench classic_control_bench; do
+  echo "== summary ($build/${name}_cuda.csv)"
+  summarize "$build/${name}_cuda.csv"
+done

@@ -7,6 +7,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "../bench_common.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -19,26 +21,12 @@
 #include <string>
 #include <vector>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
-
 namespace {
 
 namespace rlk = rlkernels;
 
-#if defined(RLK_BACKEND_CUDA)
-#if !RLK_HAS_CUDA
-#error "cartpole_bench: RLK_BACKEND_CUDA needs the file to be compiled by nvcc"
-#endif
-using bench_backend = rlk::cuda_backend;
-#elif defined(RLK_BACKEND_OPENMP)
-using bench_backend = rlk::openmp_backend;
-#elif defined(RLK_BACKEND_SERIAL)
-using bench_backend = rlk::serial_backend;
-#else
-#error "cartpole_bench: define RLK_BACKEND_SERIAL, RLK_BACKEND_OPENMP or RLK_BACKEND_CUDA (rlk_add_variants does)"
-#endif
+using rlk_bench::bench_backend;
+using rlk_bench::fixture_for;
 
 using env_type = rlk::cartpole<float>;
 using vec_env_type = rlk::vec_env<env_type, bench_backend>;
@@ -74,34 +62,6 @@ struct action_buffers {
   rlk::view<const std::int32_t> operator[](std::size_t k) const { return buffers[k % buffers.size()].cview(); }
 };
 
-/// Frees the cached fixtures; main calls it before returning, so that device memory is released
-/// while the CUDA runtime is still up.
-std::vector<void (*)()>& fixture_releasers() {
-  static std::vector<void (*)()> releasers;
-  return releasers;
-}
-
-template <class Fixture>
-std::unique_ptr<Fixture>& cached_fixture() {
-  static std::unique_ptr<Fixture> cached;
-  return cached;
-}
-
-/// Google Benchmark calls a benchmark function several times while it picks the iteration count;
-/// keeping the last fixture of each kind avoids rebuilding it (the virtual baseline at 2^20 seeds a
-/// million std::mt19937, about a second). Rows are registered N by N, so each kind is built once
-/// per N.
-template <class Fixture>
-Fixture& fixture_for(std::size_t n) {  // builds Fixture(n, warmup_steps)
-  std::unique_ptr<Fixture>& cached = cached_fixture<Fixture>();
-  if (!cached) fixture_releasers().push_back([] { cached_fixture<Fixture>().reset(); });
-  if (!cached || cached->num_envs != n) {
-    cached.reset();  // free the previous one first: the big fixtures are gigabytes
-    cached = std::make_unique<Fixture>(n, warmup_steps);
-  }
-  return *cached;
-}
-
 // ---- rlkernels vec_env ------------------------------------------------------------------------
 
 struct vec_env_fixture {
@@ -117,7 +77,7 @@ struct vec_env_fixture {
 template <bool Checked>
 void BM_vec_env(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  vec_env_fixture& f = fixture_for<vec_env_fixture>(n);
+  vec_env_fixture& f = fixture_for<vec_env_fixture>(n, warmup_steps);
   std::size_t k = 0;
   for (auto _ : state) {
     if constexpr (Checked) {
@@ -287,7 +247,7 @@ struct limit_fixture {
 
 void BM_limit_loop(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  limit_fixture& f = fixture_for<limit_fixture>(n);
+  limit_fixture& f = fixture_for<limit_fixture>(n, warmup_steps);
   std::size_t k = 0;
   for (auto _ : state) {
     f.step(f.actions[k++]);
@@ -295,15 +255,6 @@ void BM_limit_loop(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
-}
-
-/// Physical memory of the host in bytes (a large number where unknown).
-double physical_memory_bytes() {
-#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page_size > 0) return double(pages) * double(page_size);
-#endif
-  return 1e18;
 }
 
 // ---- "virtual_gym_style": the conventional CPU baseline -----------------------------------------
@@ -406,11 +357,11 @@ void BM_virtual_gym_style(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   // One object per env with its own std::mt19937 (5 KB): 2^20 envs take about 5.3 GB.
   const double needed = double(n) * double(sizeof(gym_style::CartPole) + 16);
-  if (needed > 0.5 * physical_memory_bytes()) {
+  if (needed > 0.5 * rlk_bench::physical_memory_bytes()) {
     state.SkipWithError(rlk::detail::concat("needs ", needed / 1e9, " GB, over half of this machine's memory").c_str());
     return;
   }
-  virtual_fixture& f = fixture_for<virtual_fixture>(n);
+  virtual_fixture& f = fixture_for<virtual_fixture>(n, warmup_steps);
   std::size_t k = 0;
   for (auto _ : state) {
     f.step(f.actions[k++ % f.actions.size()]);
@@ -448,14 +399,8 @@ std::string compare_limit_with_vec_env(std::size_t n, int steps) {
   return "";
 }
 
-using benchmark_fn = void (*)(benchmark::State&);
-
-void add(const std::string& name, benchmark_fn fn, std::int64_t n) {
-  benchmark::RegisterBenchmark(name.c_str(), fn)
-      ->Arg(n)
-      ->UseRealTime()  // every row: the OpenMP and CUDA rows are multithreaded/asynchronous
-      ->Unit(benchmark::kMicrosecond)
-      ->MinTime(min_time_s);
+void add(const std::string& name, void (*fn)(benchmark::State&), std::int64_t n) {
+  rlk_bench::add_row(name, fn, n, min_time_s);
 }
 
 }  // namespace
@@ -473,17 +418,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
   try {
-    benchmark::AddCustomContext("rlkernels_backend", backend);
-#if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
-    benchmark::AddCustomContext("omp_max_threads", std::to_string(omp_get_max_threads()));
-#endif
-#if defined(RLK_BACKEND_CUDA)
-    int device = 0;
-    cudaDeviceProp prop{};
-    RLK_CUDA_CHECK(cudaGetDevice(&device));
-    RLK_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    benchmark::AddCustomContext("cuda_device", prop.name);
-#endif
+    rlk_bench::add_backend_context();
     // 600 steps reach the 500-step time limit, so resets by truncation are compared too.
     // A difference is reported, not fatal: under nvcc, floating-point contraction may round the
     // two codes differently (the work done stays the same).
@@ -493,7 +428,7 @@ int main(int argc, char** argv) {
                                 diff.empty() ? "yes (4096 envs x 600 steps, bitwise)" : "no: first difference at " + diff);
 
     benchmark::RunSpecifiedBenchmarks();
-    for (auto release : fixture_releasers()) release();
+    rlk_bench::release_fixtures();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cartpole_bench: %s\n", e.what());
     return 1;
