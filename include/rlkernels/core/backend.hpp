@@ -118,6 +118,36 @@ void for_each_index(openmp_backend backend, std::size_t n, const F& f) {
 #endif
 }
 
+/// @brief Calls `f(c, begin, end)` for each chunk c of at most `chunk` consecutive indices,
+/// [begin, end) = [c * chunk, min((c + 1) * chunk, n)), covering [0, n). Chunks are independent
+/// and run in parallel on OpenMP (the whole batch runs on the calling thread when n is under
+/// `serial_below`); the indices of one chunk run in order on one thread. The chunks depend only on
+/// n and `chunk`, never on the thread count, so per-chunk results are the same for every thread
+/// count. Host backends only: a chunk is sequential work.
+template <class F>
+void for_each_chunk(serial_backend, std::size_t n, std::size_t chunk, const F& f) {
+  for (std::size_t c = 0, begin = 0; begin < n; ++c, begin += chunk) f(c, begin, begin + chunk < n ? begin + chunk : n);
+}
+
+/// @copydoc for_each_chunk(serial_backend, std::size_t, std::size_t, const F&)
+template <class F>
+void for_each_chunk(openmp_backend backend, std::size_t n, std::size_t chunk, const F& f) {
+#if RLK_HAS_OPENMP
+  if (n >= backend.serial_below && n > chunk) {
+    const std::int64_t chunks = static_cast<std::int64_t>((n + chunk - 1) / chunk);
+    const int threads = backend.num_threads > 0 ? backend.num_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::size_t begin = static_cast<std::size_t>(c) * chunk;
+      f(static_cast<std::size_t>(c), begin, begin + chunk < n ? begin + chunk : n);
+    }
+    return;
+  }
+#endif
+  (void)backend;
+  for_each_chunk(serial_backend{}, n, chunk, f);
+}
+
 #if RLK_HAS_CUDA
 /// @copydoc for_each_index(serial_backend, std::size_t, const F&)
 template <class F>

@@ -61,14 +61,6 @@ struct episode_accumulator {
   RLK_HOST_DEVICE static episode_accumulator empty() {
     return {0, 0.0, 0.0, HUGE_VAL, -HUGE_VAL};
   }
-  /// add(ret, len) when `done`; otherwise stores the same values back. Branch-free on purpose.
-  RLK_HOST_DEVICE void add_if(bool done, double ret, double len) {
-    count += done ? 1u : 0u;
-    return_sum += done ? ret : 0.0;
-    length_sum += done ? len : 0.0;
-    min_return = done && ret < min_return ? ret : min_return;
-    max_return = done && ret > max_return ? ret : max_return;
-  }
   RLK_HOST_DEVICE void add(double ret, double len) {
     ++count;
     return_sum += ret;
@@ -122,7 +114,7 @@ struct batch_arrays {
   std::uint64_t* rng_blocks;             // [N] next Philox block of each env's stream
   std::int32_t* elapsed;                 // [N] steps in the current episode
   double* episode_returns;               // [N] return so far of the current episode
-  episode_accumulator* completed;        // [N] completed episodes, for episode_statistics
+  episode_accumulator* completed;        // completed episodes: [N] on CUDA, one per stats chunk on the host
   scalar* observations;                  // [N, observation_size]
   scalar* final_observations;            // [N, observation_size]
   scalar* rewards;                       // [N]
@@ -147,7 +139,6 @@ struct reset_kernel {
     a.rng_blocks[i] = gen.block();
     a.elapsed[i] = 0;
     a.episode_returns[i] = 0.0;
-    a.completed[i] = episode_accumulator::empty();
     scalar obs[Env::observation_size];
     Env::observe(params, s, obs);
     for (int k = 0; k < Env::observation_size; ++k) {
@@ -174,7 +165,9 @@ struct step_kernel {
   const action_type* actions;
   batch_arrays<Env> a;
 
-  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+  /// Steps env i and resets it if its episode ended. Returns true in that case, with the
+  /// episode's return and length in `ret` and `len`.
+  RLK_HOST_DEVICE bool step_one(std::size_t i, double& ret, std::int32_t& len) const {
     typename Env::State s = a.states[i];
     rng gen(seed, first_stream + i, a.rng_blocks[i]);
     step_result<scalar> r;
@@ -184,7 +177,8 @@ struct step_kernel {
       r = Env::step(params, s, actions + i * action_width, gen);
     }
     const std::int32_t t = a.elapsed[i] + (a.elapsed[i] < 0x7fffffff);  // saturates without a time limit
-    const double ret = a.episode_returns[i] + double(r.reward);
+    ret = a.episode_returns[i] + double(r.reward);
+    len = t;
     const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
 
     scalar obs[Env::observation_size];
@@ -193,14 +187,6 @@ struct step_kernel {
     for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
 
     const bool done = r.terminated || trunc;
-#if defined(__CUDA_ARCH__)
-    if (done) a.completed[i].add(ret, double(t));  // the GPU hides the latency of these sparse updates
-#else
-    // On the host every env's accumulator is rewritten each step, branch-free, rather than only
-    // where an episode ended: that sparse read-modify-write misses the cache unprefetched and cost
-    // ~30% of the step at 2^20 envs; the dense one streams (see docs/benchmarks.md).
-    a.completed[i].add_if(done, ret, double(t));
-#endif
     if (done) {
       Env::reset(params, s, gen);
       Env::observe(params, s, obs);
@@ -217,6 +203,27 @@ struct step_kernel {
     a.rewards[i] = r.reward;
     a.terminated[i] = r.terminated;
     a.truncated[i] = trunc;
+    return done;
+  }
+
+  /// One env per call, with one accumulator per env (CUDA: the GPU hides the latency of these
+  /// sparse updates).
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    double ret;
+    std::int32_t len;
+    if (step_one(i, ret, len)) a.completed[i].add(ret, double(len));
+  }
+
+  /// The envs [begin, end) in order, with one accumulator for the chunk (host): it stays in
+  /// registers, where a per-env accumulator would add a 40-byte read-modify-write per env-step.
+  void operator()(std::size_t chunk, std::size_t begin, std::size_t end) const {
+    episode_accumulator acc = a.completed[chunk];
+    for (std::size_t i = begin; i < end; ++i) {
+      double ret;
+      std::int32_t len;
+      if (step_one(i, ret, len)) acc.add(ret, double(len));
+    }
+    a.completed[chunk] = acc;
   }
 };
 
@@ -335,7 +342,7 @@ public:
       : backend_(backend), num_envs_(checked_num_envs(num_envs)), seed_(seed), first_env_index_(first_env_index),
         params_(checked_params(params)),
         states_(backend, num_envs_), rng_blocks_(backend, num_envs_), elapsed_(backend, num_envs_),
-        episode_returns_(backend, num_envs_), completed_(backend, num_envs_),
+        episode_returns_(backend, num_envs_), completed_(backend, accumulator_count(num_envs_)),
         observations_(backend, num_envs_ * observation_size), final_observations_(backend, num_envs_ * observation_size),
         rewards_(backend, num_envs_), terminated_(backend, num_envs_), truncated_(backend, num_envs_),
         first_bad_(backend, 1) {
@@ -345,15 +352,17 @@ public:
   /// Bytes of backend memory a vec_env of `num_envs` envs allocates (to check before creating).
   static std::size_t bytes_required(std::size_t num_envs) {
     const std::size_t per_env = sizeof(state_type) + sizeof(std::uint64_t) + sizeof(std::int32_t) + sizeof(double) +
-                                sizeof(detail::episode_accumulator) + 2 * observation_size * sizeof(scalar_type) +
-                                sizeof(scalar_type) + 2 * sizeof(std::uint8_t);
-    return num_envs * per_env + sizeof(unsigned long long);
+                                2 * observation_size * sizeof(scalar_type) + sizeof(scalar_type) +
+                                2 * sizeof(std::uint8_t);
+    return num_envs * per_env + accumulator_count(num_envs) * sizeof(detail::episode_accumulator) +
+           sizeof(unsigned long long);
   }
 
   /// Resets every env from the start of its random stream (the state right after construction),
   /// clears the flags, rewards and the episode statistics.
   void reset() {
     for_each_index(backend_, num_envs_, detail::reset_kernel<Env>{params_, seed_, first_env_index_, arrays()});
+    clear_episode_statistics();
   }
 
   /// Changes the seed and resets every env (see reset()).
@@ -379,8 +388,12 @@ public:
   /// undefined behaviour of the env.
   void step_unchecked(view<const action_type> actions) {
     check_actions_view(actions);
-    for_each_index(backend_, num_envs_,
-                   detail::step_kernel<Env>{params_, seed_, first_env_index_, actions.data(), arrays()});
+    const detail::step_kernel<Env> kernel{params_, seed_, first_env_index_, actions.data(), arrays()};
+    if constexpr (is_host_backend_v<Backend>) {
+      for_each_chunk(backend_, num_envs_, stats_chunk, kernel);
+    } else {
+      for_each_index(backend_, num_envs_, kernel);
+    }
   }
 
   /// Number of environments N.
@@ -435,7 +448,7 @@ public:
   /// The host backends sum in a fixed order (the same numbers for every thread count); CUDA sums
   /// with CUB, which repeats run to run on the same GPU model.
   episode_statistics get_episode_statistics() const {
-    const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), num_envs_);
+    const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), completed_.size());
     episode_statistics out;
     out.count = acc.count;
     if (acc.count > 0) {
@@ -448,10 +461,20 @@ public:
   }
 
   /// Forgets the completed episodes (the episodes in progress carry on).
-  void clear_episode_statistics() { for_each_index(backend_, num_envs_, detail::fill_accumulators{completed_.data()}); }
+  void clear_episode_statistics() {
+    for_each_index(backend_, completed_.size(), detail::fill_accumulators{completed_.data()});
+  }
 
 private:
   static constexpr std::size_t npos = std::size_t(-1);
+  /// Envs per episode-statistics accumulator on the host: one chunk is stepped in order by one
+  /// thread, so the sums depend on the batch size but never on the thread count.
+  static constexpr std::size_t stats_chunk = 64;
+
+  /// Accumulators of completed episodes: one per env on CUDA, one per stats_chunk envs on the host.
+  static constexpr std::size_t accumulator_count(std::size_t num_envs) {
+    return is_host_backend_v<Backend> ? (num_envs + stats_chunk - 1) / stats_chunk : num_envs;
+  }
 
   detail::batch_arrays<Env> arrays() noexcept {
     return {states_.data(),       rng_blocks_.data(),         elapsed_.data(), episode_returns_.data(),
