@@ -345,6 +345,11 @@ TEST_CASE("acrobot: nips dynamics drop one term; torque noise perturbs the torqu
   CHECK(a.theta2_dot == b.theta2_dot);  // same stream, same noise
   CHECK(a.theta2_dot != c.theta2_dot);
   CHECK(a.theta2_dot != quiet.theta2_dot);
+
+  // A state set to infinity does not hang the angle wrapping (Gymnasium's loop would not end).
+  A::State broken{std::numeric_limits<double>::infinity(), 0.0, 0.0, 0.0};
+  A::step(book, broken, 1, gen_a);
+  CHECK_FALSE(std::isfinite(broken.theta1));
 }
 
 TEMPLATE_TEST_CASE("resets draw from Gymnasium's ranges", "[classic_control]", pendulum_spec, mountain_car_spec,

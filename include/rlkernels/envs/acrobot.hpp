@@ -140,8 +140,10 @@ private:
             y.theta2_dot + a * k.theta2_dot};
   }
 
-  /// Gymnasium's wrap(): shifts x by whole turns into [lo, hi].
+  /// Gymnasium's wrap(): shifts x by whole turns into [lo, hi]. A non-finite x (only reachable
+  /// through set_states) is returned as is, where Gymnasium's loop would never end.
   RLK_HOST_DEVICE static Scalar wrap(Scalar x, Scalar lo, Scalar hi) {
+    if (!(x - x == Scalar(0))) return x;
     const Scalar diff = hi - lo;
     while (x > hi) x = x - diff;
     while (x < lo) x = x + diff;
