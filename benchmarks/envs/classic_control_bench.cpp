@@ -3,7 +3,7 @@
 // (float): rlkernels' vec_env (step and step_unchecked) on the backend of this build variant,
 // side by side in the same run with the conventional CPU baseline ("virtual_gym_style": one heap
 // object per env behind an abstract Env interface, stepped one at a time through a virtual call,
-// with the same env arithmetic). CartPole-v1 has its own binary (cartpole_bench), which also has a
+// with the same env arithmetic and the same episode bookkeeping). CartPole-v1 has its own binary (cartpole_bench), which also has a
 // hand-written limit loop. Built once per backend by rlk_add_variants.
 #include <rlkernels/rlkernels.hpp>
 
@@ -11,6 +11,7 @@
 
 #include "../bench_common.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -154,10 +155,16 @@ struct virtual_fixture {
   std::vector<std::vector<action_t<Env>>> actions;
   std::vector<float> observations, final_observations, rewards;
   std::vector<std::uint8_t> terminated, truncated;
+  // The same bookkeeping as vec_env (what Gymnasium's RecordEpisodeStatistics adds to a loop):
+  // the return of each episode in progress, and the count, sum and extremes of completed ones.
+  std::vector<double> episode_returns;
+  std::uint64_t episodes = 0;
+  double return_sum = 0, length_sum = 0, min_return = 1e300, max_return = -1e300;
+  std::vector<std::int32_t> lengths;
 
   virtual_fixture(std::size_t n, int warmup)
       : num_envs(n), actions(make_host_actions<Env>(n)), observations(obs_size * n), final_observations(obs_size * n),
-        rewards(n), terminated(n), truncated(n) {
+        rewards(n), terminated(n), truncated(n), episode_returns(n), lengths(n) {
     envs.reserve(n);
     for (std::size_t i = 0; i < n; ++i) envs.push_back(std::make_unique<gym_style::Wrapped<Env>>(i));
     for (int t = 0; t < warmup; ++t) step(actions[std::size_t(t) % actions.size()]);
@@ -170,7 +177,18 @@ struct virtual_fixture {
       rewards[i] = out.reward;
       terminated[i] = out.terminated;
       truncated[i] = out.truncated;
-      if (out.terminated || out.truncated) out.obs = envs[i]->reset();
+      episode_returns[i] += out.reward;
+      ++lengths[i];
+      if (out.terminated || out.truncated) {
+        ++episodes;
+        return_sum += episode_returns[i];
+        length_sum += lengths[i];
+        min_return = std::min(min_return, episode_returns[i]);
+        max_return = std::max(max_return, episode_returns[i]);
+        episode_returns[i] = 0;
+        lengths[i] = 0;
+        out.obs = envs[i]->reset();
+      }
       for (int k = 0; k < obs_size; ++k) observations[obs_size * i + k] = out.obs[k];
     }
   }

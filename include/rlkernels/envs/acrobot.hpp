@@ -109,7 +109,7 @@ struct acrobot {
   }
 
   /// Time derivative of the state under `torque` (Gymnasium's _dsdt), as a State of rates.
-  RLK_HOST_DEVICE static State derivatives(const Params& p, Scalar torque, const State& s) {
+  RLK_INLINE static State derivatives(const Params& p, Scalar torque, const State& s) {
     using detail::reference_square;
     constexpr Scalar pi = detail::pi_v<Scalar>;
     const Scalar m1 = p.link_mass_1, m2 = p.link_mass_2, l1 = p.link_length_1;
@@ -135,7 +135,7 @@ struct acrobot {
 
 private:
   /// y + a * k, component by component (the torque component of the reference is constant).
-  RLK_HOST_DEVICE static State axpy(Scalar a, const State& k, const State& y) {
+  RLK_INLINE static State axpy(Scalar a, const State& k, const State& y) {
     return {y.theta1 + a * k.theta1, y.theta2 + a * k.theta2, y.theta1_dot + a * k.theta1_dot,
             y.theta2_dot + a * k.theta2_dot};
   }

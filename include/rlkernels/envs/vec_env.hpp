@@ -445,8 +445,9 @@ public:
   }
 
   /// Statistics of the episodes completed since construction, reset() or the last clear.
-  /// The host backends sum in a fixed order (the same numbers for every thread count); CUDA sums
-  /// with CUB, which repeats run to run on the same GPU model.
+  /// The host backends sum in a fixed order (per chunk of 64 envs in step and env order, then the
+  /// chunks in order: the same numbers for every thread count); CUDA keeps one sum per env and
+  /// reduces them with CUB, which repeats run to run on the same GPU model.
   episode_statistics get_episode_statistics() const {
     const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), completed_.size());
     episode_statistics out;
