@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -116,4 +117,29 @@ TEST_CASE("view: subview and element access", "[memory]") {
   CHECK(v[4] == 40);
   view<const int> c = all;
   CHECK(c.data() == v.data());
+}
+
+TEST_CASE("copy: within backend memory, sizes checked", "[memory]") {
+  const auto backend = rlk_test::backend();
+  buffer<float, rlk_test::backend_t> a(backend, std::vector<float>{1, 2, 3, 4});
+  buffer<float, rlk_test::backend_t> b(backend, 4);
+  copy(backend, a.cview(), b.view());
+  CHECK(b.to_host() == std::vector<float>{1, 2, 3, 4});
+  copy(backend, a.view().subview(1, 2), b.view().subview(0, 2));  // a non-const source works too
+  CHECK(b.to_host() == std::vector<float>{2, 3, 3, 4});
+  buffer<float, rlk_test::backend_t> c(backend, 3);
+  CHECK_THROWS_AS(copy(backend, a.cview(), c.view()), std::invalid_argument);
+  CHECK(c.to_host() == std::vector<float>{0, 0, 0});
+}
+
+TEST_CASE("expect_fits names what does not fit, the size and the memory available", "[memory]") {
+  const auto backend = rlk_test::backend();
+  CHECK_NOTHROW(detail::expect_fits(backend, 1024, "small"));
+  try {
+    detail::expect_fits(backend, std::size_t(-1) / 2, "rlkernels::thing: 7 rows");
+    FAIL("no exception");
+  } catch (const out_of_memory& e) {
+    CHECK(e.requested() == std::size_t(-1) / 2);
+    CHECK_THAT(std::string(e.what()), Catch::Contains("rlkernels::thing: 7 rows needs") && Catch::Contains("available"));
+  }
 }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -169,6 +170,17 @@ inline std::size_t memory_capacity(cuda_backend) {
 }
 #endif
 
+/// Throws out_of_memory, naming `what`, the bytes asked for and the memory available, when
+/// `bytes` cannot fit on the backend; for containers to call before they allocate anything.
+template <class Backend>
+void expect_fits(const Backend& backend, std::size_t bytes, const std::string& what) {
+  const std::size_t available = memory_capacity(backend);
+  if (bytes > available) {
+    throw out_of_memory(bytes, concat(what, " needs ", format_bytes(bytes), " of ", backend_name(backend),
+                                      " memory; available: ", format_bytes(available)));
+  }
+}
+
 }  // namespace detail
 
 /// @brief An owning, move-only array of `size()` elements of T in the memory of `Backend` (host
@@ -272,5 +284,19 @@ private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };
+
+/// @brief Copies `src` into `dst` within the backend's memory (device to device on CUDA,
+/// asynchronously on the backend's stream).
+/// @throw std::invalid_argument if the sizes differ or a non-empty view is null
+template <class Backend, class U, class T>
+void copy(const Backend& backend, view<U> src, view<T> dst) {
+  static_assert(std::is_same_v<std::remove_const_t<U>, T>,
+                "rlkernels::copy: the source and destination element types differ (or the destination is const)");
+  RLK_EXPECTS(src.size() == dst.size(), std::invalid_argument, "rlkernels::copy: source has ", src.size(),
+              " elements, destination ", dst.size());
+  if (src.size() == 0) return;
+  RLK_EXPECTS(src.data() != nullptr && dst.data() != nullptr, std::invalid_argument, "rlkernels::copy: null view");
+  detail::memory_ops<Backend>::copy(backend, dst.data(), src.data(), src.size() * sizeof(T));
+}
 
 }  // namespace rlkernels

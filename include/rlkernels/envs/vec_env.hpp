@@ -489,13 +489,7 @@ private:
                 n, " overflows the size of the address space");
     // Fail before allocating anything, with the whole size, rather than on one buffer midway (or,
     // on an overcommitting host, by the OOM killer while zeroing).
-    const std::size_t needed = bytes_required(n);
-    const std::size_t available = detail::memory_capacity(backend_);
-    if (needed > available) {
-      throw out_of_memory(needed, detail::concat("rlkernels::vec_env: ", n, " envs need ", detail::format_bytes(needed),
-                                                 " of ", backend_name(backend_), " memory; available: ",
-                                                 detail::format_bytes(available)));
-    }
+    detail::expect_fits(backend_, bytes_required(n), detail::concat("rlkernels::vec_env: ", n, " envs"));
     return n;
   }
   static params_type checked_params(const params_type& p) {
