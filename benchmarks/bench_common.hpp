@@ -10,6 +10,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +94,23 @@ inline void add_backend_context() {
   RLK_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   benchmark::AddCustomContext("cuda_device", prop.name);
 #endif
+}
+
+/// The usual main() after the rows are registered: parses Google Benchmark's flags, adds the
+/// backend context, runs the rows and frees the fixtures; reports an exception as `name: what`.
+inline int run_registered_benchmarks(int argc, char** argv, const char* name) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  try {
+    add_backend_context();
+    benchmark::RunSpecifiedBenchmarks();
+    release_fixtures();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace rlk_bench

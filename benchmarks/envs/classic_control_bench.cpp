@@ -226,16 +226,5 @@ int main(int argc, char** argv) {
   for (const std::int64_t n : batch_sizes)
     add_env_rows<rlk::mountain_car_continuous<float>>("MountainCarContinuous-v0", n);
   for (const std::int64_t n : batch_sizes) add_env_rows<rlk::acrobot<float>>("Acrobot-v1", n);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  try {
-    rlk_bench::add_backend_context();
-    benchmark::RunSpecifiedBenchmarks();
-    rlk_bench::release_fixtures();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "classic_control_bench: %s\n", e.what());
-    return 1;
-  }
-  benchmark::Shutdown();
-  return 0;
+  return rlk_bench::run_registered_benchmarks(argc, argv, "classic_control_bench");
 }

@@ -1,8 +1,13 @@
 // rlkernels/rlkernels.hpp
-// Everything in one include: backends, memory, random numbers, the env concept, vec_env and the
-// bundled environments with their registry of Gymnasium ids.
+// Everything in one include: backends, memory, random numbers, the env concept, vec_env, the
+// bundled environments with their registry of Gymnasium ids, return estimators, normalisers, and
+// rollout / replay / prioritized replay buffers.
 #pragma once
 
+#include "buffers/prioritized_replay.hpp"
+#include "buffers/replay_buffer.hpp"
+#include "buffers/rollout_buffer.hpp"
+#include "buffers/sum_tree.hpp"
 #include "core/backend.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -17,3 +22,7 @@
 #include "envs/pendulum.hpp"
 #include "envs/registry.hpp"
 #include "envs/vec_env.hpp"
+#include "estimators/gae.hpp"
+#include "estimators/normalization.hpp"
+#include "estimators/returns.hpp"
+#include "estimators/vtrace.hpp"

@@ -181,6 +181,23 @@ void expect_fits(const Backend& backend, std::size_t bytes, const std::string& w
   }
 }
 
+/// Throws std::invalid_argument when `data` is not in the backend's memory: on CUDA a pointer
+/// must be device (or managed) memory; on the host backends every pointer is accepted.
+template <class Backend>
+void expect_backend_memory(const Backend& backend, const void* data, const char* who, const char* name) {
+  (void)backend, (void)data, (void)who, (void)name;
+#if RLK_HAS_CUDA
+  if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    cudaPointerAttributes attributes{};
+    RLK_CUDA_CHECK(cudaPointerGetAttributes(&attributes, data));
+    RLK_EXPECTS(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged,
+                std::invalid_argument, who, ": ", name,
+                " must be in device (or managed) memory for the CUDA backend; copy it into a buffer<..., "
+                "cuda_backend> first");
+  }
+#endif
+}
+
 }  // namespace detail
 
 /// @brief An owning, move-only array of `size()` elements of T in the memory of `Backend` (host

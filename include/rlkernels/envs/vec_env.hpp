@@ -503,16 +503,7 @@ private:
     RLK_EXPECTS(actions.size() == expected, std::invalid_argument, "rlkernels::vec_env::step: actions has ",
                 actions.size(), " elements, expected ", expected, " (num_envs ", num_envs_, " x ", action_width, ")");
     RLK_EXPECTS(actions.data() != nullptr, std::invalid_argument, "rlkernels::vec_env::step: actions is a null view");
-#if RLK_HAS_CUDA
-    if constexpr (std::is_same_v<Backend, cuda_backend>) {
-      cudaPointerAttributes attributes{};
-      RLK_CUDA_CHECK(cudaPointerGetAttributes(&attributes, actions.data()));
-      RLK_EXPECTS(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged,
-                  std::invalid_argument,
-                  "rlkernels::vec_env::step: actions must be in device (or managed) memory for the CUDA backend; "
-                  "copy them into a buffer<..., cuda_backend> first");
-    }
-#endif
+    detail::expect_backend_memory(backend_, actions.data(), "rlkernels::vec_env::step", "actions");
   }
 
   /// True if any env's action is invalid: a branch-free scan that vectorises (a few percent of a
