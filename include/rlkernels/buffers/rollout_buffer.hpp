@@ -267,11 +267,13 @@ public:
   /// The backend the arrays live on.
   const Backend& backend() const noexcept { return backend_; }
 
-  /// @name Row views for filling step t (writable, backend memory)
-  /// @throw std::invalid_argument if t >= num_steps()
+  /// @name Row views for filling step t (writable, backend memory; std::invalid_argument if t >= num_steps())
   ///@{
+
   /// [N, observation_size] observations of step t.
-  view<Scalar> observations_at(std::size_t t) { return row(observations_, t, std::size_t(observation_size_), "observations_at"); }
+  view<Scalar> observations_at(std::size_t t) {
+    return row(observations_, t, std::size_t(observation_size_), "observations_at");
+  }
   /// [N, action_width] actions of step t (pass it to vec_env::step).
   view<Action> actions_at(std::size_t t) { return row(actions_, t, std::size_t(action_width_), "actions_at"); }
   /// [N] log-probabilities of the actions of step t.
@@ -386,16 +388,28 @@ public:
 
   /// @name The arrays (read-only; shapes in the class comment)
   ///@{
+
+  /// [T, N, observation_size] observations acted on.
   const buffer<Scalar, Backend>& observations() const noexcept { return observations_; }
+  /// [T, N, action_width] actions taken.
   const buffer<Action, Backend>& actions() const noexcept { return actions_; }
+  /// [T, N] log-probabilities of the actions under the behaviour policy.
   const buffer<Scalar, Backend>& log_probs() const noexcept { return log_probs_; }
+  /// [T, N] V(s_t).
   const buffer<Scalar, Backend>& values() const noexcept { return values_; }
+  /// [T, N] rewards.
   const buffer<Scalar, Backend>& rewards() const noexcept { return rewards_; }
+  /// [T, N] uint8 terminated flags.
   const buffer<std::uint8_t, Backend>& terminated() const noexcept { return terminated_; }
+  /// [T, N] uint8 truncated flags.
   const buffer<std::uint8_t, Backend>& truncated() const noexcept { return truncated_; }
+  /// [T, N] V(final observation), read where truncated.
   const buffer<Scalar, Backend>& bootstrap_values() const noexcept { return bootstrap_values_; }
+  /// [N] V(observations after the last step).
   const buffer<Scalar, Backend>& last_values() const noexcept { return last_values_; }
+  /// [T, N] advantages (after compute_advantages()).
   const buffer<Scalar, Backend>& advantages() const noexcept { return advantages_; }
+  /// [T, N] returns = advantages + values (after compute_advantages()).
   const buffer<Scalar, Backend>& returns() const noexcept { return returns_; }
   ///@}
   /// [T * N] uint64: the element order of the minibatches (identity until the first shuffle()).
