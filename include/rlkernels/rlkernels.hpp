@@ -1,7 +1,7 @@
 // rlkernels/rlkernels.hpp
 // Everything in one include: backends, memory, random numbers, the env concept, vec_env, the
-// bundled environments with their registry of Gymnasium ids, return estimators, normalisers, and
-// rollout / replay / prioritized replay buffers.
+// bundled environments with their registry of Gymnasium ids, return estimators, normalisers,
+// rollout / replay / prioritized replay buffers, and loss kernels with gradients.
 #pragma once
 
 #include "buffers/prioritized_replay.hpp"
@@ -26,3 +26,9 @@
 #include "estimators/normalization.hpp"
 #include "estimators/returns.hpp"
 #include "estimators/vtrace.hpp"
+#include "losses/distributions.hpp"
+#include "losses/dqn.hpp"
+#include "losses/polyak.hpp"
+#include "losses/ppo.hpp"
+#include "losses/sac.hpp"
+#include "losses/td3.hpp"

@@ -1,0 +1,92 @@
+// rlkernels/core/reduce.hpp
+// Deterministic sums over [0, n) on every backend: the same bits for every thread count on the
+// host (fixed chunks summed in order), CUB on CUDA (a fixed tree for a given n and GPU).
+#pragma once
+
+#include "backend.hpp"
+#include "config.hpp"
+
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform_reduce.h>
+#if RLK_HAS_CUDA
+#include <thrust/system/cuda/execution_policy.h>
+#endif
+
+namespace rlkernels {
+namespace detail {
+
+/// Indices per chunk of a host reduction: each chunk is summed in index order by one thread.
+inline constexpr std::size_t reduce_chunk = 4096;
+
+template <class Sum, class Term, class Combine>
+struct chunk_sum_kernel {
+  const Term* term;
+  const Combine* combine;
+  Sum zero;
+  Sum* partials;
+  void operator()(std::size_t c, std::size_t begin, std::size_t end) const {
+    Sum s = zero;
+    for (std::size_t i = begin; i < end; ++i) s = (*combine)(s, (*term)(i));
+    partials[c] = s;
+  }
+};
+
+/// @brief combine-sum of term(i) for i in [0, n), starting from `zero`.
+///
+/// Host backends: chunks of reduce_chunk consecutive indices are summed in order (in parallel on
+/// OpenMP), then the chunk sums in order, so the result never depends on the thread count, and
+/// `term(i)` is called exactly once per i: a term may also write per-element outputs (one pass for
+/// a loss and its gradient). CUDA: thrust::transform_reduce on the backend's stream (terms should
+/// be pure there).
+template <class Sum, class Backend, class Term, class Combine>
+Sum deterministic_sum(const Backend& backend, std::size_t n, const Term& term, Sum zero, Combine combine) {
+#if RLK_HAS_CUDA
+  if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    const thrust::counting_iterator<std::size_t> first(0), last(n);
+    return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, last, term, zero, combine);
+  } else
+#endif
+  {
+    const std::size_t chunks = (n + reduce_chunk - 1) / reduce_chunk;
+    std::vector<Sum> partials(chunks, zero);
+    for_each_chunk(backend, n, reduce_chunk,
+                   chunk_sum_kernel<Sum, Term, Combine>{&term, &combine, zero, partials.data()});
+    Sum total = zero;
+    for (const Sum& p : partials) total = combine(total, p);
+    return total;
+  }
+}
+
+/// term(i) after write(i): a reduction term that also writes per-element outputs.
+template <class Term, class Writer>
+struct term_and_write {
+  Term term;
+  Writer write;
+  RLK_HOST_DEVICE auto operator()(std::size_t i) const {
+    write(i);
+    return term(i);
+  }
+};
+
+/// @brief deterministic_sum of term(i) and, when `write_outputs`, writer(i) for every i: in one
+/// pass on the host (each element is read once while it is in cache), in two launches on CUDA
+/// (the sum, then the writes). The sum is the same either way.
+template <class Sum, class Backend, class Term, class Writer, class Combine>
+Sum sum_and_write(const Backend& backend, std::size_t n, const Term& term, const Writer& writer, bool write_outputs,
+                  Sum zero, Combine combine) {
+  if constexpr (is_host_backend_v<Backend>) {
+    if (write_outputs) return deterministic_sum(backend, n, term_and_write<Term, Writer>{term, writer}, zero, combine);
+    return deterministic_sum(backend, n, term, zero, combine);
+  } else {
+    const Sum s = deterministic_sum(backend, n, term, zero, combine);
+    if (write_outputs) for_each_index(backend, n, writer);
+    return s;
+  }
+}
+
+}  // namespace detail
+}  // namespace rlkernels
