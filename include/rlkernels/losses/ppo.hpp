@@ -310,8 +310,9 @@ value_loss_stats value_loss(const Backend& backend, view<const detail::type_iden
   }
   detail::check_optional(grad_values.size(), grad_values.data(), b, who, "grad_values");
   const detail::value_sample<T> s{values.data(), returns.data(), old_values.data(), clip, form};
-  const detail::sum4 sums = detail::reduce_sum4(backend, b, detail::value_stats_kernel<T>{s});
-  if (grad_values.data()) for_each_index(backend, b, detail::value_grad_kernel<T>{s, T(1) / T(b), grad_values.data()});
+  const detail::sum4 sums = detail::sum_and_write(
+      backend, b, detail::value_stats_kernel<T>{s}, detail::value_grad_kernel<T>{s, T(1) / T(b), grad_values.data()},
+      grad_values.data() != nullptr, detail::sum4{0, 0, 0, 0}, detail::add_sum4{});
   return value_loss_stats{sums.a / double(b), sums.b / double(b)};
 }
 
