@@ -5,7 +5,8 @@
 #   Creates <name>_serial and <name>_openmp from <file>, compiled with RLK_BACKEND_SERIAL or
 #   RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
 #   .cu file that includes <file>, compiled with RLK_BACKEND_CUDA. The list of targets made is
-#   returned in <name>_TARGETS.
+#   returned in <name>_TARGETS. Every <name>_cuda also becomes a dependency of the target
+#   rlk_cuda_variants (build it to compile all CUDA variants and nothing else).
 function(rlk_add_variants name)
   cmake_parse_arguments(ARG "CUDA" "SOURCE" "LIBRARIES;DEFINITIONS;OPTIONS" ${ARGN})
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
@@ -31,6 +32,10 @@ function(rlk_add_variants name)
     target_compile_options(${name}_cuda PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --diag-error=20011,20013,20014>)
     list(APPEND targets ${name}_cuda)
+    if(NOT TARGET rlk_cuda_variants)
+      add_custom_target(rlk_cuda_variants)
+    endif()
+    add_dependencies(rlk_cuda_variants ${name}_cuda)
   endif()
   set(${name}_TARGETS ${targets} PARENT_SCOPE)
 endfunction()
