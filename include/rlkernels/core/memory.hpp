@@ -181,6 +181,21 @@ void expect_fits(const Backend& backend, std::size_t bytes, const std::string& w
   }
 }
 
+/// Checks a view argument: exactly `want` elements and not null; the message names the function
+/// (`who`) and the argument (`name`). Used by every batched function to check its inputs.
+inline void check_view_size(std::size_t size, const void* data, std::size_t want, const char* who, const char* name) {
+  RLK_EXPECTS(size == want, std::invalid_argument, who, ": ", name, " has ", size, " elements, expected ", want);
+  RLK_EXPECTS(data != nullptr, std::invalid_argument, who, ": ", name, " is a null view");
+}
+
+/// Checks an optional view argument: empty (null, size 0: skipped, returns false) or exactly `want`
+/// elements and not null (returns true).
+inline bool check_optional(std::size_t size, const void* data, std::size_t want, const char* who, const char* name) {
+  if (size == 0 && data == nullptr) return false;
+  check_view_size(size, data, want, who, name);
+  return true;
+}
+
 /// Throws std::invalid_argument when `data` is not in the backend's memory: on CUDA a pointer
 /// must be device (or managed) memory; on the host backends every pointer is accepted.
 template <class Backend>

@@ -9,6 +9,7 @@
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
+#include "../core/reduce.hpp"
 #include "env.hpp"
 
 #include <cmath>
@@ -18,13 +19,6 @@
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
-
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/system/cpp/execution_policy.h>
-#include <thrust/transform_reduce.h>
-#if RLK_HAS_CUDA
-#include <thrust/system/cuda/execution_policy.h>
-#endif
 
 namespace rlkernels {
 
@@ -88,22 +82,11 @@ struct fill_accumulators {
   RLK_HOST_DEVICE void operator()(std::size_t i) const { data[i] = episode_accumulator::empty(); }
 };
 
-/// Reduces the per-env accumulators with Thrust: the host backends use Thrust's sequential CPP
-/// system (a fixed order, so the same numbers for every thread count); CUDA uses CUB.
+/// Reduces the accumulators (detail::deterministic_sum: the same numbers for every thread count on
+/// the host; CUB on CUDA).
 template <class Backend>
 episode_accumulator reduce_accumulators(const Backend& backend, const episode_accumulator* data, std::size_t n) {
-  const thrust::counting_iterator<std::size_t> first(0), last(n);
-#if RLK_HAS_CUDA
-  if constexpr (std::is_same_v<Backend, cuda_backend>) {
-    return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, last, load_accumulator{data},
-                                    episode_accumulator::empty(), combine_accumulators{});
-  } else
-#endif
-  {
-    (void)backend;
-    return thrust::transform_reduce(thrust::cpp::par, first, last, load_accumulator{data}, episode_accumulator::empty(),
-                                    combine_accumulators{});
-  }
+  return deterministic_sum(backend, n, load_accumulator{data}, episode_accumulator::empty(), combine_accumulators{});
 }
 
 /// Pointers to a vec_env's per-env arrays (in backend memory), as the kernels see them.

@@ -48,8 +48,7 @@ void check_rollout(const rollout_view<T>& r, const char* who) {
   RLK_EXPECTS(r.num_steps > 0 && r.num_envs > 0, std::invalid_argument, who, ": num_steps and num_envs must be > 0, got ",
               r.num_steps, " x ", r.num_envs);
   const auto expect = [&](std::size_t size, std::size_t want, const void* data, const char* name) {
-    RLK_EXPECTS(size == want, std::invalid_argument, who, ": ", name, " has ", size, " elements, expected ", want);
-    RLK_EXPECTS(data != nullptr, std::invalid_argument, who, ": ", name, " is a null view");
+    check_view_size(size, data, want, who, name);
   };
   expect(r.rewards.size(), tn, r.rewards.data(), "rewards");
   expect(r.values.size(), tn, r.values.data(), "values");
@@ -62,9 +61,7 @@ void check_rollout(const rollout_view<T>& r, const char* who) {
 /// Checks an output view of the same [T, N] shape.
 template <class T>
 void check_output(view<T> out, std::size_t want, const char* who, const char* name) {
-  RLK_EXPECTS(out.size() == want, std::invalid_argument, who, ": ", name, " has ", out.size(), " elements, expected ",
-              want);
-  RLK_EXPECTS(out.data() != nullptr, std::invalid_argument, who, ": ", name, " is a null view");
+  check_view_size(out.size(), out.data(), want, who, name);
 }
 
 inline void check_discount(double x, const char* who, const char* name) {

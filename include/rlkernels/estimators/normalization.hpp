@@ -9,19 +9,13 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../core/reduce.hpp"
 
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
-
-#include <thrust/functional.h>
-#include <thrust/system/cpp/execution_policy.h>
-#include <thrust/transform_reduce.h>
-#if RLK_HAS_CUDA
-#include <thrust/system/cuda/execution_policy.h>
-#endif
 
 namespace rlkernels {
 
@@ -41,21 +35,23 @@ struct squared_deviation {
   }
 };
 
-/// Sum of f(x) over [first, first + n) in double: thrust::cpp::par on host backends (a fixed
-/// sequential order), Thrust's CUDA reduction on the backend's stream (deterministic for a given
-/// size and GPU).
+/// f(first[i]) as a reduction term.
+template <class T, class F>
+struct element_term {
+  const T* first;
+  F f;
+  RLK_HOST_DEVICE double operator()(std::size_t i) const { return f(first[i]); }
+};
+
+struct add_doubles {
+  RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
+};
+
+/// Sum of f(x) over [first, first + n) in double (detail::deterministic_sum: fixed chunks in order
+/// on the host, in parallel on OpenMP; CUB on CUDA, deterministic for a given size and GPU).
 template <class Backend, class T, class F>
 double sum_in_double(const Backend& backend, const T* first, std::size_t n, F f) {
-#if RLK_HAS_CUDA
-  if constexpr (std::is_same_v<Backend, cuda_backend>) {
-    return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, first + n, f, 0.0,
-                                    thrust::plus<double>());
-  } else
-#endif
-  {
-    (void)backend;
-    return thrust::transform_reduce(thrust::cpp::par, first, first + n, f, 0.0, thrust::plus<double>());
-  }
+  return deterministic_sum(backend, n, element_term<T, F>{first, f}, 0.0, add_doubles{});
 }
 
 template <class T>

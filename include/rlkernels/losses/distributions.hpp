@@ -266,17 +266,6 @@ struct action_bounds {
 
 namespace detail {
 
-inline void check_view_size(std::size_t size, const void* data, std::size_t want, const char* who, const char* name) {
-  RLK_EXPECTS(size == want, std::invalid_argument, who, ": ", name, " has ", size, " elements, expected ", want);
-  RLK_EXPECTS(data != nullptr, std::invalid_argument, who, ": ", name, " is a null view");
-}
-/// Optional view: empty (null, size 0) or exactly `want` elements.
-inline bool check_optional(std::size_t size, const void* data, std::size_t want, const char* who, const char* name) {
-  if (size == 0 && data == nullptr) return false;
-  check_view_size(size, data, want, who, name);
-  return true;
-}
-
 template <class T>
 std::size_t check_categorical(const categorical_view<T>& c, const char* who) {
   RLK_EXPECTS(c.num_actions > 0, std::invalid_argument, who, ": num_actions must be > 0");

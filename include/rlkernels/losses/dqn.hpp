@@ -32,21 +32,13 @@ namespace detail {
 /// Checks an input view: `want` elements, not null.
 template <class T>
 void vb_check_input(view<T> v, std::size_t want, const char* who, const char* name) {
-  RLK_EXPECTS(v.size() == want, std::invalid_argument, who, ": ", name, " has ", v.size(), " elements, expected ",
-              want);
-  RLK_EXPECTS(v.data() != nullptr, std::invalid_argument, who, ": ", name, " is a null view");
-}
-
-/// True when an optional view was left empty (null and size 0): the input/output is skipped.
-template <class T>
-bool vb_is_empty(view<T> v) {
-  return v.data() == nullptr && v.size() == 0;
+  check_view_size(v.size(), v.data(), want, who, name);
 }
 
 /// Checks an optional view: empty, or `want` elements and not null.
 template <class T>
 void vb_check_optional(view<T> v, std::size_t want, const char* who, const char* name) {
-  if (!vb_is_empty(v)) vb_check_input(v, want, who, name);
+  check_optional(v.size(), v.data(), want, who, name);
 }
 
 /// Checks a discount-like parameter in [0, 1] (NaN fails).
