@@ -18,3 +18,11 @@ if(NOT TARGET Eigen3::Eigen)
     message(FATAL_ERROR "rlkernels: Eigen3 was not found. On Debian/Ubuntu: sudo apt-get install libeigen3-dev")
   endif()
 endif()
+
+# cuBLAS for the networks (rlkernels/nn) in CUDA translation units: found when a CUDA compiler is
+# enabled, and linked only into targets that link with the CUDA language.
+get_property(rlk_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+if("CUDA" IN_LIST rlk_languages AND NOT TARGET CUDA::cublas)
+  find_package(CUDAToolkit QUIET)
+endif()
+unset(rlk_languages)

@@ -24,7 +24,9 @@ function(rlk_add_variants name)
     file(CONFIGURE OUTPUT "${cu}" CONTENT "// Generated: the CUDA variant of ${ARG_SOURCE}\n#include \"${source}\"\n")
     add_executable(${name}_cuda "${cu}")
     target_compile_definitions(${name}_cuda PRIVATE RLK_BACKEND_CUDA ${ARG_DEFINITIONS})
-    target_link_libraries(${name}_cuda PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
+    # CUDA::cublas explicitly: a target that also links C++ objects (Catch2's main) links with the
+    # C++ linker, where the library's $<LINK_LANGUAGE:CUDA> condition does not hold.
+    target_link_libraries(${name}_cuda PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES} CUDA::cublas)
     target_include_directories(${name}_cuda PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
     target_compile_options(${name}_cuda PRIVATE ${ARG_OPTIONS})
     # A host-only function called from host/device code is only a warning in nvcc; make it an

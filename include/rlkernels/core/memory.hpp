@@ -69,6 +69,17 @@ template <class T>
 view<const T> make_view(const std::vector<T>& v) { return view<const T>(v.data(), v.size()); }
 
 namespace detail {
+/// Makes a parameter a non-deduced context, so a `view<T>` argument converts to `view<const T>`.
+template <class T>
+struct type_identity {
+  using type = T;
+};
+template <class T>
+using type_identity_t = typename type_identity<T>::type;
+
+}  // namespace detail
+
+namespace detail {
 
 inline std::string format_bytes(std::size_t bytes) {
   const double mib = double(bytes) / (1024.0 * 1024.0);

@@ -20,14 +20,6 @@
 namespace rlkernels {
 
 namespace detail {
-/// Makes a parameter a non-deduced context, so a `view<T>` argument converts to `view<const T>`.
-template <class T>
-struct type_identity {
-  using type = T;
-};
-template <class T>
-using type_identity_t = typename type_identity<T>::type;
-
 /// log(2 pi) / 2 in T.
 template <class T>
 constexpr T half_log_two_pi = T(0.91893853320467274178032973640561764);
