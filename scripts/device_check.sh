@@ -11,10 +11,12 @@
 #   2. configures build-device/ with -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #      -DRLK_RUN_CUDA_TESTS=ON and builds everything with all cores;
 #   3. runs the CUDA tests: ctest -L cuda --output-on-failure (fails if no test carries the label);
-#   4. runs build-device/benchmarks/{cartpole,classic_control,gae,replay}_bench_cuda, writing
+#   4. runs build-device/benchmarks/{cartpole,classic_control,gae,replay,losses,mlp}_bench_cuda, writing
 #      build-device/<name>_cuda.csv;
 #   5. prints env-steps/s per row and N, and per env the vec_env/limit, vec_env/virtual and
-#      checked/unchecked ratios.
+#      checked/unchecked ratios;
+#   6. trains PPO on CartPole-v1 with train_ppo_cuda for 5 seeds and prints each seed's time to a
+#      mean return of 475, env steps/s, updates/s and its 100-episode evaluation.
 # Expected time on a 16-core H200 box: about 3-5 minutes, most of it compiling.
 #
 # Environment overrides: BUILD_DIR (build-device), CUDA_ARCH (90), CTEST_JOBS (4),
@@ -131,7 +133,7 @@ cmake --build "$build" --parallel "$jobs"
 echo "== CUDA tests"
 ctest --test-dir "$build" -L cuda --output-on-failure --no-tests=error --timeout 300 --parallel "${CTEST_JOBS:-4}"
 
-for name in cartpole_bench classic_control_bench gae_bench replay_bench; do
+for name in cartpole_bench classic_control_bench gae_bench replay_bench losses_bench mlp_bench; do
   bench="$build/benchmarks/${name}_cuda"
   csv="$build/${name}_cuda.csv"
   if [[ ! -x "$bench" ]]; then
@@ -143,7 +145,14 @@ for name in cartpole_bench classic_control_bench gae_bench replay_bench; do
   timeout 600 "$bench" --benchmark_out="$csv" --benchmark_out_format=csv ${BENCH_ARGS:-}
 done
 
-for name in cartpole_bench classic_control_bench gae_bench replay_bench; do
+for name in cartpole_bench classic_control_bench gae_bench replay_bench losses_bench mlp_bench; do
   echo "== summary ($build/${name}_cuda.csv)"
   summarize "$build/${name}_cuda.csv"
+done
+
+echo "== PPO on CUDA: wall-clock time for CartPole-v1 to reach a mean return of 475 (5 seeds)"
+# Same measurement as benchmarks/algorithms/ppo_bench.cpp on the host (the preset of train_ppo).
+for seed in 1 2 3 4 5; do
+  timeout 300 "$build/examples/train_ppo_cuda" --backend cuda --env CartPole-v1 --seed "$seed" --stop-at 475 \
+    --no-plot --quiet --out "$build" | grep -E "^(trained|reached|evaluation)" | sed "s/^/seed $seed: /"
 done

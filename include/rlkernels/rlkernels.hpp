@@ -1,9 +1,12 @@
 // rlkernels/rlkernels.hpp
 // Everything in one include: backends, memory, random numbers, the env concept, vec_env, the
 // bundled environments with their registry of Gymnasium ids, return estimators, normalisers,
-// rollout / replay / prioritized replay buffers, and loss kernels with gradients.
+// rollout / replay / prioritized replay buffers, loss kernels with gradients, small networks (MLP,
+// initialisation, Adam/SGD) and the PPO trainer.
 #pragma once
 
+#include "algorithms/ppo.hpp"
+#include "algorithms/ppo_presets.hpp"
 #include "buffers/prioritized_replay.hpp"
 #include "buffers/replay_buffer.hpp"
 #include "buffers/rollout_buffer.hpp"
@@ -32,3 +35,7 @@
 #include "losses/ppo.hpp"
 #include "losses/sac.hpp"
 #include "losses/td3.hpp"
+#include "nn/init.hpp"
+#include "nn/mlp.hpp"
+#include "nn/optim.hpp"
+#include "nn/serialize.hpp"

@@ -148,6 +148,20 @@ void for_each_chunk(openmp_backend backend, std::size_t n, std::size_t chunk, co
   for_each_chunk(serial_backend{}, n, chunk, f);
 }
 
+namespace detail {
+/// The backend for cheap, memory-bound element-wise work (optimiser steps, scaling, small sums):
+/// on OpenMP, batches under 32768 elements stay on the calling thread, where opening a parallel
+/// region (microseconds on a loaded machine) would cost more than the loop. Results do not change.
+inline openmp_backend light_backend(openmp_backend b) {
+  if (b.serial_below < (std::size_t(1) << 15)) b.serial_below = std::size_t(1) << 15;
+  return b;
+}
+template <class Backend>
+Backend light_backend(const Backend& b) {
+  return b;
+}
+}  // namespace detail
+
 #if RLK_HAS_CUDA
 /// @copydoc for_each_index(serial_backend, std::size_t, const F&)
 template <class F>

@@ -133,7 +133,7 @@ class adam {
     ++steps_;
     const double bc1 = 1.0 - std::pow(params_.beta1, double(steps_));
     const double bc2 = 1.0 - std::pow(params_.beta2, double(steps_));
-    for_each_index(backend_, size(),
+    for_each_index(detail::light_backend(backend_), size(),
                    detail::adam_kernel<T>{params.data(), grads.data(), m_.data(), v_.data(), T(params_.beta1),
                                           T(params_.beta2), T(1.0 - params_.beta1), T(1.0 - params_.beta2),
                                           T(params_.learning_rate / bc1), T(1.0 / std::sqrt(bc2)), T(params_.epsilon),
@@ -204,7 +204,7 @@ class sgd {
   /// One update. @throw std::invalid_argument on a size mismatch or a null view
   void step(view<T> params, view<const detail::type_identity_t<T>> grads) {
     detail::check_step_views(size_, params, grads, "rlkernels::sgd::step");
-    for_each_index(backend_, size_,
+    for_each_index(detail::light_backend(backend_), size_,
                    detail::sgd_kernel<T>{params.data(), grads.data(), buf_.empty() ? nullptr : buf_.data(),
                                          T(params_.learning_rate), T(params_.momentum), T(params_.weight_decay),
                                          params_.nesterov, steps_ == 0});
@@ -246,7 +246,7 @@ double global_norm(const Backend& backend, std::initializer_list<view<T>> arrays
   for (const view<T>& a : arrays) {
     if (a.size() == 0) continue;
     RLK_EXPECTS(a.data() != nullptr, std::invalid_argument, "rlkernels::global_norm: null view");
-    ss += detail::deterministic_sum(backend, a.size(), detail::square_term<std::remove_const_t<T>>{a.data()}, 0.0,
+    ss += detail::deterministic_sum(detail::light_backend(backend), a.size(), detail::square_term<std::remove_const_t<T>>{a.data()}, 0.0,
                                     detail::plus_double{});
   }
   return std::sqrt(ss);
@@ -275,7 +275,7 @@ double clip_grad_norm(const Backend& backend, std::initializer_list<view<T>> gra
   if (norm > max_norm) {
     const T factor = T(max_norm / (norm + 1e-6));
     for (const view<T>& g : grads) {
-      if (g.size() != 0) for_each_index(backend, g.size(), detail::scale_kernel<T>{g.data(), factor});
+      if (g.size() != 0) for_each_index(detail::light_backend(backend), g.size(), detail::scale_kernel<T>{g.data(), factor});
     }
   }
   return norm;

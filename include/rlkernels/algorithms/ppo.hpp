@@ -1,0 +1,709 @@
+// rlkernels/algorithms/ppo.hpp
+// Proximal Policy Optimization (Schulman et al. 2017) as CleanRL's ppo.py / ppo_continuous_action.py
+// compute it, composed only of public rlkernels pieces: vec_env (the batch of envs), rollout_buffer
+// and gae (the rollout and its advantages), the PPO losses and distributions, two MLPs (actor and
+// critic) and Adam. Everything stays in the backend's memory: on CUDA a whole training run never
+// copies a batch to the host. Read `iterate()` top to bottom to see one PPO iteration; it is the
+// loop you would write yourself.
+#pragma once
+
+#include "../buffers/rollout_buffer.hpp"
+#include "../core/backend.hpp"
+#include "../core/error.hpp"
+#include "../core/memory.hpp"
+#include "../envs/vec_env.hpp"
+#include "../estimators/gae.hpp"
+#include "../estimators/normalization.hpp"
+#include "../losses/distributions.hpp"
+#include "../losses/ppo.hpp"
+#include "../nn/mlp.hpp"
+#include "../nn/optim.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rlkernels {
+
+/// @brief PPO's hyperparameters. The defaults are CleanRL's ppo.py (discrete actions); see
+/// ppo_config::cleanrl_continuous() for ppo_continuous_action.py's.
+struct ppo_config {
+  // ---- rollout ----
+  std::size_t num_envs = 4;                ///< parallel envs N
+  std::size_t num_steps = 128;             ///< steps per env per rollout T (batch = N * T)
+  std::uint64_t total_timesteps = 500000;  ///< env steps to train for (rounded up to whole iterations)
+  // ---- optimisation ----
+  double learning_rate = 2.5e-4;     ///< Adam's step size at the start
+  bool anneal_lr = true;             ///< linearly to 0 over the iterations (CleanRL)
+  double adam_epsilon = 1e-5;        ///< Adam's epsilon (CleanRL: 1e-5)
+  std::size_t num_minibatches = 4;   ///< minibatches per epoch (minibatch = N * T / this)
+  std::size_t update_epochs = 4;     ///< passes over the rollout per iteration
+  double gamma = 0.99;               ///< discount
+  double gae_lambda = 0.95;          ///< GAE lambda
+  bool normalize_advantages = true;  ///< per minibatch (ddof 1)
+  double clip_coef = 0.2;            ///< policy ratio clip epsilon
+  bool clip_value_loss = true;       ///< CleanRL's clipped value loss (max of clipped and unclipped)
+  double ent_coef = 0.01;            ///< entropy bonus weight
+  double vf_coef = 0.5;              ///< value loss weight
+  double max_grad_norm = 0.5;        ///< global gradient-norm clip over actor, critic and log-std
+  double target_kl = 0.0;            ///< stop the epochs of an iteration once approx KL exceeds it (0: never)
+  // ---- networks ----
+  std::vector<int> hidden_sizes = {64, 64};          ///< widths of the hidden layers (actor and critic alike)
+  activation hidden_activation = activation::tanh;  ///< after each hidden layer
+  double init_log_std = 0.0;                         ///< continuous actions: initial log std (state-independent)
+  // ---- normalisation (CleanRL's continuous script wraps the env in both) ----
+  bool normalize_observations = false;  ///< running mean/std of observations, clipped to +-observation_clip
+  double observation_clip = 10.0;       ///< bound of normalised observations
+  bool normalize_rewards = false;       ///< divide rewards by the running std of the discounted return
+  double reward_clip = 10.0;            ///< bound of normalised rewards
+  // ---- reproducibility ----
+  std::uint64_t seed = 1;  ///< seeds the envs, the initial weights, the action draws and the shuffles
+
+  /// CleanRL's ppo_continuous_action.py defaults (1 env, 2048 steps, 32 minibatches, 10 epochs,
+  /// lr 3e-4, no entropy bonus, observation and reward normalisation).
+  static ppo_config cleanrl_continuous() {
+    ppo_config c;
+    c.num_envs = 1;
+    c.num_steps = 2048;
+    c.total_timesteps = 1000000;
+    c.learning_rate = 3e-4;
+    c.num_minibatches = 32;
+    c.update_epochs = 10;
+    c.ent_coef = 0.0;
+    c.normalize_observations = true;
+    c.normalize_rewards = true;
+    return c;
+  }
+  /// N * T.
+  std::size_t batch_size() const noexcept { return num_envs * num_steps; }
+  /// N * T / num_minibatches.
+  std::size_t minibatch_size() const noexcept { return num_minibatches ? batch_size() / num_minibatches : 0; }
+  /// Iterations of N * T steps to cover total_timesteps.
+  std::uint64_t num_iterations() const noexcept {
+    const std::uint64_t b = batch_size();
+    return b ? (total_timesteps + b - 1) / b : 0;
+  }
+  /// @brief Throws std::invalid_argument naming the first bad field.
+  void validate() const {
+    constexpr const char* who = "rlkernels::ppo_config";
+    RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
+    RLK_EXPECTS(num_steps >= 1, std::invalid_argument, who, ": num_steps must be >= 1");
+    RLK_EXPECTS(num_minibatches >= 1 && num_minibatches <= batch_size(), std::invalid_argument, who,
+                ": num_minibatches must be in [1, num_envs * num_steps = ", batch_size(), "], got ", num_minibatches);
+    RLK_EXPECTS(batch_size() % num_minibatches == 0, std::invalid_argument, who, ": num_envs * num_steps (",
+                batch_size(), ") must be a multiple of num_minibatches (", num_minibatches, ")");
+    RLK_EXPECTS(!normalize_advantages || minibatch_size() >= 2, std::invalid_argument, who,
+                ": normalize_advantages needs minibatches of at least 2 samples");
+    RLK_EXPECTS(update_epochs >= 1, std::invalid_argument, who, ": update_epochs must be >= 1");
+    RLK_EXPECTS(std::isfinite(learning_rate) && learning_rate >= 0, std::invalid_argument, who,
+                ": learning_rate must be finite and >= 0, got ", learning_rate);
+    RLK_EXPECTS(gamma >= 0 && gamma <= 1, std::invalid_argument, who, ": gamma must be in [0, 1], got ", gamma);
+    RLK_EXPECTS(gae_lambda >= 0 && gae_lambda <= 1, std::invalid_argument, who, ": gae_lambda must be in [0, 1], got ",
+                gae_lambda);
+    RLK_EXPECTS(clip_coef > 0 && clip_coef < 1, std::invalid_argument, who, ": clip_coef must be in (0, 1), got ",
+                clip_coef);
+    RLK_EXPECTS(std::isfinite(ent_coef) && ent_coef >= 0, std::invalid_argument, who, ": ent_coef must be >= 0, got ",
+                ent_coef);
+    RLK_EXPECTS(std::isfinite(vf_coef) && vf_coef >= 0, std::invalid_argument, who, ": vf_coef must be >= 0, got ",
+                vf_coef);
+    RLK_EXPECTS(max_grad_norm > 0, std::invalid_argument, who, ": max_grad_norm must be > 0, got ", max_grad_norm);
+    RLK_EXPECTS(target_kl >= 0, std::invalid_argument, who, ": target_kl must be >= 0 (0 disables it), got ", target_kl);
+    RLK_EXPECTS(adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", adam_epsilon);
+    RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
+    for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
+    RLK_EXPECTS(std::isfinite(init_log_std), std::invalid_argument, who, ": init_log_std must be finite");
+    RLK_EXPECTS(observation_clip > 0 && reward_clip > 0, std::invalid_argument, who,
+                ": observation_clip and reward_clip must be > 0");
+  }
+};
+
+/// @brief What one PPO iteration (a rollout and its update) did.
+struct ppo_iteration_stats {
+  std::uint64_t iteration = 0;        ///< 1-based
+  std::uint64_t global_step = 0;      ///< env steps so far (all envs)
+  std::uint64_t episodes = 0;         ///< episodes completed in this iteration's rollout
+  double episode_return_sum = 0;      ///< sum of their undiscounted returns (raw rewards)
+  double episode_length_sum = 0;      ///< sum of their lengths
+  double learning_rate = 0;           ///< the learning rate used
+  double policy_loss = 0;             ///< last minibatch's clipped surrogate loss
+  double value_loss = 0;              ///< last minibatch's value loss (with its 0.5 factor)
+  double entropy = 0;                 ///< last minibatch's mean entropy
+  double approx_kl = 0;               ///< last minibatch's k3 estimate of KL(old || new)
+  double clip_fraction = 0;           ///< mean over all minibatches of the fraction of clipped ratios
+  double grad_norm = 0;               ///< last minibatch's global gradient norm before clipping
+  std::uint64_t gradient_steps = 0;   ///< optimiser steps taken in this iteration
+  double rollout_seconds = 0;         ///< wall-clock of the rollout (including GAE)
+  double update_seconds = 0;          ///< wall-clock of the update epochs
+};
+
+/// @brief PPO's loss on one minibatch, by parts (host scalars).
+struct ppo_loss {
+  double policy_loss = 0;    ///< clipped surrogate
+  double value_loss = 0;     ///< value loss (0.5 factor included)
+  double entropy = 0;        ///< mean entropy of the policy
+  double total = 0;          ///< policy_loss - ent_coef * entropy + vf_coef * value_loss
+  double approx_kl = 0;      ///< k3 estimate of KL(old || new)
+  double clip_fraction = 0;  ///< fraction of clipped ratios
+};
+
+/// @brief Result of ppo::evaluate: the returns of the first episode of each evaluation env.
+struct ppo_evaluation {
+  std::vector<double> returns;  ///< one per episode
+  double mean = 0;              ///< mean return
+  double std = 0;               ///< population standard deviation
+  double min = 0;               ///< smallest return
+  double max = 0;               ///< largest return
+};
+
+/// @brief Mean return over the most recent completed episodes, at least `min_episodes` of them,
+/// counted in whole iterations (SB3's ep_rew_mean uses the last 100 episodes): feed it each
+/// iteration's episode count and return sum.
+class return_window {
+ public:
+  /// @param min_episodes how many recent episodes the mean covers at least (100 in SB3)
+  explicit return_window(std::uint64_t min_episodes = 100) : min_(min_episodes ? min_episodes : 1) {}
+  /// Adds one iteration's completed episodes.
+  void add(std::uint64_t episodes, double return_sum) {
+    if (episodes == 0) return;
+    entries_.push_back({episodes, return_sum});
+    count_ += episodes;
+    sum_ += return_sum;
+    while (!entries_.empty() && count_ - entries_.front().first >= min_) {
+      count_ -= entries_.front().first;
+      sum_ -= entries_.front().second;
+      entries_.pop_front();
+    }
+  }
+  /// Episodes the mean covers (fewer than min_episodes only early in training).
+  std::uint64_t episodes() const noexcept { return count_; }
+  /// True once at least min_episodes episodes have completed.
+  bool full() const noexcept { return count_ >= min_; }
+  /// The mean return (NaN before the first episode).
+  double mean() const noexcept { return count_ ? sum_ / double(count_) : std::numeric_limits<double>::quiet_NaN(); }
+
+ private:
+  std::uint64_t min_;
+  std::deque<std::pair<std::uint64_t, double>> entries_;
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+namespace detail {
+
+template <class T>
+struct expand_log_std_kernel {  // rows[i, d] = log_std[d]
+  const T* log_std;
+  T* rows;
+  std::size_t dim;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const { rows[k] = log_std[k % dim]; }
+};
+template <class T>
+struct column_sum_kernel {  // out[d] = sum_i in[i, d], in order
+  const T* in;
+  T* out;
+  std::size_t rows, dim;
+  RLK_HOST_DEVICE void operator()(std::size_t d) const {
+    T s = T(0);
+    for (std::size_t i = 0; i < rows; ++i) s += in[i * dim + d];
+    out[d] = s;
+  }
+};
+template <class T>
+struct axpy_kernel {  // y[k] += a * x[k]
+  T a;
+  const T* x;
+  T* y;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const { y[k] += a * x[k]; }
+};
+template <class T>
+struct argmax_kernel {
+  const T* logits;
+  std::int32_t* actions;
+  std::size_t num_actions;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    const T* row = logits + i * num_actions;
+    std::size_t best = 0;
+    for (std::size_t a = 1; a < num_actions; ++a)
+      if (row[a] > row[best]) best = a;
+    actions[i] = std::int32_t(best);
+  }
+};
+template <class T>
+struct copy_kernel {
+  const T* src;
+  T* dst;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const { dst[k] = src[k]; }
+};
+/// Gymnasium's NormalizeReward: G = G * gamma * (1 - terminated) + r per env (the running
+/// discounted return; it is not reset on truncation either, as Gymnasium does).
+template <class T>
+struct discounted_return_kernel {
+  const T* rewards;
+  const std::uint8_t* terminated;
+  double* returns;
+  double gamma;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    returns[i] = returns[i] * gamma * (terminated[i] ? 0.0 : 1.0) + double(rewards[i]);
+  }
+};
+template <class T>
+struct scale_rewards_kernel {  // r = clip(r / sqrt(var + 1e-8), -c, c)
+  T* rewards;
+  const double* var;
+  double clip;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    double r = double(rewards[i]) / std::sqrt(var[0] + 1e-8);
+    r = r < -clip ? -clip : (r > clip ? clip : r);
+    rewards[i] = T(r);
+  }
+};
+
+template <class Env>
+constexpr int ppo_policy_outputs() {
+  if constexpr (Env::action_space == action_kind::discrete) {
+    return Env::num_actions;
+  } else {
+    return Env::action_size;
+  }
+}
+
+}  // namespace detail
+
+/// @brief A PPO agent and its training loop for any rlkernels environment `Env` with discrete
+/// (categorical policy) or continuous (diagonal Gaussian policy with a state-independent log-std)
+/// actions, on `Backend`. Separate actor and critic MLPs, initialised as CleanRL does (orthogonal,
+/// gain sqrt(2) in hidden layers, 0.01 for the policy head, 1 for the value head, zero biases).
+///
+///     rlkernels::ppo<rlkernels::cartpole<float>, rlkernels::openmp_backend> agent(rlkernels::openmp, config);
+///     while (!agent.done()) { auto s = agent.iterate(); ... }
+///     auto result = agent.evaluate(100, 12345);
+///
+/// Determinism: for a given config and seed, a run is the same on serial and OpenMP (any thread
+/// count): envs, weights, action draws and shuffles are pure functions of the seed, and every
+/// reduction has a fixed order.
+template <class Env, class Backend>
+class ppo {
+ public:
+  using env_type = vec_env<Env, Backend>;                 ///< the training envs
+  using scalar_type = typename env_type::scalar_type;     ///< float or double
+  using action_type = typename env_type::action_type;     ///< int32 (discrete) or scalar_type
+  using backend_type = Backend;                           ///< where everything runs
+  using T = scalar_type;
+  /// True for discrete action spaces.
+  static constexpr bool discrete = std::is_same_v<action_type, std::int32_t>;
+  static constexpr int observation_size = env_type::observation_size;  ///< inputs of both networks
+  static constexpr int action_width = env_type::action_width;          ///< 1 (discrete) or action_size
+  /// Actor outputs: logits per action (discrete) or means per action dimension.
+  static constexpr int policy_outputs = detail::ppo_policy_outputs<Env>();
+
+  /// @brief Builds envs, networks, optimisers and buffers.
+  /// @throw std::invalid_argument on a bad config (see ppo_config::validate); out_of_memory
+  ppo(Backend backend, ppo_config config, typename Env::Params env_params = {})
+      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params),
+        env_(backend, config_.num_envs, config_.seed, env_params),
+        rollout_(backend, config_.num_steps, config_.num_envs, observation_size, action_width),
+        minibatch_(backend, config_.minibatch_size(), observation_size, action_width),
+        actor_(backend, layer_sizes(policy_outputs), config_.hidden_activation, activation::identity),
+        critic_(backend, layer_sizes(1), config_.hidden_activation, activation::identity),
+        log_std_(backend, discrete ? 0 : std::size_t(action_width)),
+        log_std_grad_(backend, discrete ? 0 : std::size_t(action_width)),
+        actor_opt_(backend, actor_.num_parameters(), adam_for(config_)),
+        critic_opt_(backend, critic_.num_parameters(), adam_for(config_)),
+        log_std_opt_(backend, discrete ? 0 : std::size_t(action_width), adam_for(config_)),
+        actor_ws_(actor_, std::max(config_.num_envs, config_.minibatch_size())),
+        critic_ws_(critic_, std::max(config_.num_envs, config_.minibatch_size())),
+        obs_rms_(backend, std::size_t(observation_size)), return_rms_(backend, 1),
+        obs_scratch_(backend, config_.num_envs * std::size_t(observation_size)),
+        log_std_rows_(backend, discrete ? 0 : std::max(config_.num_envs, config_.minibatch_size()) * std::size_t(action_width)),
+        new_log_probs_(backend, config_.minibatch_size()), grad_log_probs_(backend, config_.minibatch_size()),
+        grad_policy_out_(backend, config_.minibatch_size() * std::size_t(policy_outputs)),
+        grad_log_std_rows_(backend, discrete ? 0 : config_.minibatch_size() * std::size_t(action_width)),
+        grad_entropy_(backend, config_.minibatch_size() * std::size_t(policy_outputs)),
+        entropy_(backend, config_.minibatch_size()), grad_values_(backend, config_.minibatch_size()),
+        discounted_returns_(backend, config_.num_envs) {
+    const double s2 = std::sqrt(2.0);
+    actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
+                      layer_init{weight_init::orthogonal, 0.01, 0.0});
+    critic_.initialize(config_.seed * 2 + 12, layer_init{weight_init::orthogonal, s2, 0.0},
+                       layer_init{weight_init::orthogonal, 1.0, 0.0});
+    if (!discrete) log_std_.assign(std::vector<T>(std::size_t(action_width), T(config_.init_log_std)));
+  }
+
+  /// The configuration.
+  const ppo_config& config() const noexcept { return config_; }
+  /// Env steps taken so far.
+  std::uint64_t global_step() const noexcept { return global_step_; }
+  /// Iterations done so far.
+  std::uint64_t iteration() const noexcept { return iteration_; }
+  /// True once total_timesteps env steps have been taken.
+  bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
+  /// The policy network (logits or means).
+  mlp<T, Backend>& actor() noexcept { return actor_; }
+  /// The value network.
+  mlp<T, Backend>& critic() noexcept { return critic_; }
+  /// Continuous actions: the log standard deviations [action_size] (empty for discrete).
+  buffer<T, Backend>& log_std() noexcept { return log_std_; }
+  /// The training envs.
+  env_type& envs() noexcept { return env_; }
+  /// The observation normaliser (used when config().normalize_observations).
+  const running_mean_std<T, Backend>& observation_normalizer() const noexcept { return obs_rms_; }
+
+  /// @brief One PPO iteration: a rollout of num_steps steps of every env with the current policy,
+  /// GAE, then update_epochs passes of minibatch updates of actor and critic.
+  /// @throw std::logic_error if training is already done(); rlkernels::error if the gradients
+  ///        become NaN or infinite (diverged training: the iteration stops before any parameter
+  ///        is changed by that minibatch)
+  ppo_iteration_stats iterate() {
+    using clock = std::chrono::steady_clock;
+    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::ppo::iterate: training is done (", global_step_,
+                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
+    ppo_iteration_stats stats;
+    stats.iteration = ++iteration_;
+    // CleanRL: lr = lr0 * (1 - (iteration - 1) / num_iterations).
+    const double lr = config_.anneal_lr
+                          ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(config_.num_iterations()))
+                          : config_.learning_rate;
+    actor_opt_.set_learning_rate(lr);
+    critic_opt_.set_learning_rate(lr);
+    if (!discrete) log_std_opt_.set_learning_rate(lr);
+    stats.learning_rate = lr;
+
+    const auto t0 = clock::now();
+    collect_rollout();
+    const episode_statistics ep = env_.get_episode_statistics();
+    env_.clear_episode_statistics();
+    stats.episodes = ep.count;
+    stats.episode_return_sum = ep.mean_return * double(ep.count);
+    stats.episode_length_sum = ep.mean_length * double(ep.count);
+    rollout_.compute_advantages(T(config_.gamma), T(config_.gae_lambda));
+    synchronize(backend_);
+    const auto t1 = clock::now();
+
+    const std::size_t m = config_.minibatch_size();
+    double clip_fraction_sum = 0;
+    for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
+      rollout_.shuffle(config_.seed, shuffle_epoch_++);
+      double epoch_kl = 0;
+      for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
+        rollout_.gather_minibatch(k, m, minibatch_);
+        update_minibatch(stats);
+        clip_fraction_sum += stats.clip_fraction;
+        epoch_kl = stats.approx_kl;
+        ++stats.gradient_steps;
+      }
+      if (config_.target_kl > 0 && epoch_kl > config_.target_kl) break;
+    }
+    stats.clip_fraction = clip_fraction_sum / double(stats.gradient_steps);
+    synchronize(backend_);
+    const auto t2 = clock::now();
+    global_step_ += config_.batch_size();
+    stats.global_step = global_step_;
+    stats.rollout_seconds = std::chrono::duration<double>(t1 - t0).count();
+    stats.update_seconds = std::chrono::duration<double>(t2 - t1).count();
+    return stats;
+  }
+
+  /// @brief Writes the policy's actions for observations [B, observation_size] (raw; they are
+  /// normalised here when the config says so): the mode (argmax / mean) when `deterministic`,
+  /// else a draw from rng(seed, row, draw). B must be at most max(num_envs, minibatch size).
+  void act(view<const T> observations, view<action_type> actions, bool deterministic, std::uint64_t seed = 0,
+           std::uint64_t draw = 0) {
+    constexpr const char* who = "rlkernels::ppo::act";
+    RLK_EXPECTS(observations.size() % std::size_t(observation_size) == 0, std::invalid_argument, who,
+                ": observations has ", observations.size(), " elements, not a multiple of ", observation_size);
+    const std::size_t b = observations.size() / std::size_t(observation_size);
+    detail::check_view_size(actions.size(), actions.data(), b * std::size_t(action_width), who, "actions");
+    view<const T> in = observations;
+    if (config_.normalize_observations) {
+      RLK_EXPECTS(b <= config_.num_envs, std::invalid_argument, who, ": at most num_envs rows with normalisation");
+      obs_rms_.normalize(observations, obs_scratch_.view().subview(0, observations.size()), T(config_.observation_clip));
+      in = obs_scratch_.cview().subview(0, observations.size());
+    }
+    const view<const T> out = actor_.forward(in, actor_ws_);
+    if constexpr (discrete) {
+      if (deterministic) {
+        for_each_index(backend_, b, detail::argmax_kernel<T>{out.data(), actions.data(), std::size_t(policy_outputs)});
+      } else {
+        categorical_sample(backend_, categorical_view<T>{std::size_t(policy_outputs), out, {}}, seed, draw, actions);
+      }
+    } else {
+      if (deterministic) {
+        copy(backend_, out, actions);
+      } else {
+        sample_gaussian(out, b, seed, draw, actions);
+      }
+    }
+  }
+
+  /// @brief Deterministic (or stochastic) evaluation: `episodes` fresh envs (seeded with `seed`,
+  /// so they differ from the training envs) run the policy until each has finished one episode;
+  /// returns their returns. Training state is untouched (the normaliser is frozen).
+  /// @param max_steps safety bound on steps (envs without a time limit)
+  /// @throw std::invalid_argument if episodes is 0; rlkernels::error if some episode did not end
+  ///        within max_steps
+  ppo_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
+                          std::size_t max_steps = 1000000) {
+    constexpr const char* who = "rlkernels::ppo::evaluate";
+    RLK_EXPECTS(episodes >= 1, std::invalid_argument, who, ": episodes must be >= 1");
+    ppo_evaluation result;
+    result.returns.assign(episodes, 0.0);
+    std::vector<char> finished(episodes, 0);
+    std::size_t remaining = episodes;
+    const std::size_t rows = std::max(config_.num_envs, config_.minibatch_size());
+    const std::size_t chunk = config_.normalize_observations ? config_.num_envs : rows;
+    vec_env<Env, Backend> env(backend_, episodes, seed, env_params_);
+    buffer<action_type, Backend> actions(backend_, episodes * std::size_t(action_width));
+    std::vector<double> running(episodes, 0.0);
+    for (std::size_t step = 0; remaining > 0; ++step) {
+      RLK_EXPECTS(step < max_steps, error, who, ": ", remaining, " of ", episodes,
+                  " evaluation episodes did not end within ", max_steps, " steps");
+      for (std::size_t first = 0; first < episodes; first += chunk) {
+        const std::size_t n = std::min(chunk, episodes - first);
+        act(env.observations().cview().subview(first * std::size_t(observation_size), n * std::size_t(observation_size)),
+            actions.view().subview(first * std::size_t(action_width), n * std::size_t(action_width)), deterministic,
+            seed, step);
+      }
+      env.step(actions.cview());
+      const std::vector<T> r = env.rewards().to_host();
+      const std::vector<std::uint8_t> te = env.terminated().to_host(), tr = env.truncated().to_host();
+      for (std::size_t i = 0; i < episodes; ++i) {
+        if (finished[i]) continue;
+        running[i] += double(r[i]);
+        if (te[i] || tr[i]) {
+          finished[i] = 1;
+          result.returns[i] = running[i];
+          --remaining;
+        }
+      }
+    }
+    double sum = 0, sq = 0;
+    result.min = result.max = result.returns[0];
+    for (double x : result.returns) {
+      sum += x;
+      result.min = std::min(result.min, x);
+      result.max = std::max(result.max, x);
+    }
+    result.mean = sum / double(episodes);
+    for (double x : result.returns) sq += (x - result.mean) * (x - result.mean);
+    result.std = std::sqrt(sq / double(episodes));
+    return result;
+  }
+
+  /// @brief PPO's loss on a minibatch and its gradients, without an optimiser step:
+  ///
+  ///     total = policy_loss - ent_coef * entropy + vf_coef * value_loss
+  ///
+  /// (the clipped surrogate; CleanRL's clipped value loss with its 0.5 factor, or the plain one;
+  /// the mean entropy), with d total / d parameters written into actor().gradients(),
+  /// critic().gradients() and log_std_gradients(). iterate() calls this for every minibatch, then
+  /// clips the global gradient norm and steps Adam.
+  /// @param mb a minibatch of exactly config().minibatch_size() rows (rollout().gather_minibatch)
+  /// @throw std::invalid_argument if mb has another size
+  ppo_loss loss_and_gradients(const rollout_minibatch<T, action_type, Backend>& mb) {
+    const std::size_t m = config_.minibatch_size();
+    RLK_EXPECTS(mb.size() == m, std::invalid_argument, "rlkernels::ppo::loss_and_gradients: the minibatch has ",
+                mb.size(), " rows, the config's minibatch size is ", m);
+    const std::size_t a = std::size_t(policy_outputs);
+    const view<const T> obs = mb.observations.cview();
+    // ---- actor: clipped surrogate and entropy bonus ----
+    const view<const T> out = actor_.forward(obs, actor_ws_);
+    const view<T> grad_out = grad_policy_out_.view();
+    double entropy = 0;
+    ppo_policy_stats ps;
+    if constexpr (discrete) {
+      const categorical_view<T> dist{a, out, {}};
+      const view<const std::int32_t> actions = mb.actions.cview();
+      categorical_log_prob(backend_, dist, actions, new_log_probs_.view());
+      ps = ppo_policy_loss<Backend, T>(backend_, new_log_probs_.cview(), mb.log_probs.cview(),
+                                       mb.advantages.cview(), T(config_.clip_coef),
+                                       config_.normalize_advantages, grad_log_probs_.view());
+      // d loss / d logits = d loss / d log_probs * d log_probs / d logits.
+      categorical_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_probs_.cview());
+      if (config_.ent_coef > 0) {
+        entropy = categorical_mean_entropy(backend_, dist, entropy_.view(), grad_entropy_.view());
+        for_each_index(backend_, m * a, detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_out.data()});
+      } else {
+        entropy = categorical_mean_entropy(backend_, dist, entropy_.view());
+      }
+    } else {
+      const std::size_t d = std::size_t(action_width);
+      for_each_index(backend_, m * d, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), d});
+      const gaussian_view<T> dist{d, out, log_std_rows_.cview().subview(0, m * d)};
+      const view<const T> actions = mb.actions.cview();
+      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view());
+      ps = ppo_policy_loss<Backend, T>(backend_, new_log_probs_.cview(), mb.log_probs.cview(),
+                                       mb.advantages.cview(), T(config_.clip_coef),
+                                       config_.normalize_advantages, grad_log_probs_.view());
+      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_std_rows_.view(),
+                        grad_log_probs_.cview());
+      if (config_.ent_coef > 0) {
+        entropy = gaussian_mean_entropy(backend_, dist, entropy_.view(), grad_entropy_.view().subview(0, m * d));
+        for_each_index(backend_, m * d,
+                       detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_log_std_rows_.data()});
+      } else {
+        entropy = gaussian_mean_entropy(backend_, dist, entropy_.view());
+      }
+      // The log-std is shared by all rows: its gradient is the column sum.
+      for_each_index(backend_, d, detail::column_sum_kernel<T>{grad_log_std_rows_.data(), log_std_grad_.data(), m, d});
+    }
+    actor_.backward(obs, grad_policy_out_.cview(), actor_ws_);
+    // ---- critic: (clipped) value loss, weighted by vf_coef ----
+    const view<const T> values = critic_.forward(obs, critic_ws_);
+    const value_loss_stats vs = value_loss<Backend, T>(
+        backend_, values, mb.returns.cview(), mb.values.cview(),
+        config_.clip_value_loss ? value_loss_form::clipped_max : value_loss_form::plain, T(config_.clip_coef),
+        grad_values_.view());
+    for_each_index(backend_, m, detail::scale_kernel<T>{grad_values_.data(), T(config_.vf_coef)});
+    critic_.backward(obs, grad_values_.cview(), critic_ws_);
+    ppo_loss l;
+    l.policy_loss = ps.loss;
+    l.value_loss = vs.loss;
+    l.entropy = entropy;
+    l.total = ps.loss - config_.ent_coef * entropy + config_.vf_coef * vs.loss;
+    l.approx_kl = ps.approx_kl_k3;
+    l.clip_fraction = ps.clip_fraction;
+    return l;
+  }
+
+  /// The rollout buffer (filled by the last iterate()).
+  rollout_buffer<T, action_type, Backend>& rollout() noexcept { return rollout_; }
+  /// Continuous actions: the gradient of the log-stds [action_size] (empty for discrete).
+  buffer<T, Backend>& log_std_gradients() noexcept { return log_std_grad_; }
+
+ private:
+  static ppo_config checked(ppo_config c) {
+    c.validate();
+    return c;
+  }
+  static adam_params adam_for(const ppo_config& c) {
+    adam_params p;
+    p.learning_rate = c.learning_rate;
+    p.epsilon = c.adam_epsilon;
+    return p;
+  }
+  std::vector<int> layer_sizes(int outputs) const {
+    std::vector<int> s{observation_size};
+    s.insert(s.end(), config_.hidden_sizes.begin(), config_.hidden_sizes.end());
+    s.push_back(outputs);
+    return s;
+  }
+
+  /// Observations [N, obs] of the envs as the networks see them: normalised into obs_scratch_
+  /// (updating the statistics when `update`) or the env's own array.
+  view<const T> network_input(view<const T> raw, bool update) {
+    if (!config_.normalize_observations) return raw;
+    if (update) obs_rms_.update(raw);
+    obs_rms_.normalize(raw, obs_scratch_.view(), T(config_.observation_clip));
+    return obs_scratch_.cview();
+  }
+
+  void sample_gaussian(view<const T> mean, std::size_t rows, std::uint64_t seed, std::uint64_t draw,
+                       view<T> actions) {
+    const std::size_t n = rows * std::size_t(action_width);
+    for_each_index(backend_, n, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), std::size_t(action_width)});
+    gaussian_sample(backend_, gaussian_view<T>{std::size_t(action_width), mean, log_std_rows_.cview().subview(0, n)}, seed,
+                    draw, actions);
+  }
+
+  void collect_rollout() {
+    const std::size_t n = config_.num_envs;
+    for (std::size_t t = 0; t < config_.num_steps; ++t) {
+      // s_t, as the networks see it, goes into the rollout.
+      const view<const T> obs = network_input(env_.observations().cview(), true);
+      copy(backend_, obs, rollout_.observations_at(t));
+      const view<const T> stored = rollout_.observations_at(t);
+      // Policy: a_t ~ pi(. | s_t) and log pi(a_t | s_t).
+      const view<const T> out = actor_.forward(stored, actor_ws_);
+      const view<action_type> actions = rollout_.actions_at(t);
+      const std::uint64_t draw = action_draw_++;
+      if constexpr (discrete) {
+        const categorical_view<T> dist{std::size_t(policy_outputs), out, {}};
+        categorical_sample(backend_, dist, config_.seed, draw, actions);
+        categorical_log_prob(backend_, dist, view<const std::int32_t>(actions), rollout_.log_probs_at(t));
+      } else {
+        sample_gaussian(out, n, config_.seed, draw, actions);
+        const gaussian_view<T> dist{std::size_t(action_width), out, log_std_rows_.cview().subview(0, n * std::size_t(action_width))};
+        gaussian_log_prob(backend_, dist, view<const T>(actions), rollout_.log_probs_at(t));
+      }
+      // V(s_t).
+      copy(backend_, critic_.forward(stored, critic_ws_), rollout_.values_at(t));
+      // Step; the env clips continuous actions to its bounds itself, and resets ended episodes.
+      env_.step(view<const action_type>(actions));
+      rollout_.store_outcome(t, env_);
+      if (config_.normalize_rewards) normalize_rewards(t);
+      // Bootstrap on truncation: V(final observation of step t) where the time limit cut the episode.
+      if (any_truncated()) {
+        const view<const T> final_obs = network_input(env_.final_observations().cview(), false);
+        copy(backend_, critic_.forward(final_obs, critic_ws_), rollout_.bootstrap_values_at(t));
+      }
+    }
+    const view<const T> obs = network_input(env_.observations().cview(), false);
+    copy(backend_, critic_.forward(obs, critic_ws_), rollout_.last_values_view());
+  }
+
+  bool any_truncated() const {
+    if constexpr (is_host_backend_v<Backend>) {
+      const std::uint8_t* tr = env_.truncated().data();
+      for (std::size_t i = 0; i < config_.num_envs; ++i)
+        if (tr[i]) return true;
+      return false;
+    } else {
+      return true;  // no host round trip on the device: always compute it
+    }
+  }
+
+  void normalize_rewards(std::size_t t) {
+    const view<T> rewards = rollout_.rewards_at(t);
+    for_each_index(backend_, config_.num_envs,
+                   detail::discounted_return_kernel<T>{rewards.data(), rollout_.terminated_at(t).data(),
+                                                       discounted_returns_.data(), config_.gamma});
+    return_rms_.update(discounted_returns_.cview());
+    for_each_index(backend_, config_.num_envs,
+                   detail::scale_rewards_kernel<T>{rewards.data(), return_rms_.var_view().data(), config_.reward_clip});
+  }
+
+  void update_minibatch(ppo_iteration_stats& stats) {
+    const ppo_loss l = loss_and_gradients(minibatch_);
+    // One Adam step on all parameters, after clipping their global gradient norm.
+    stats.grad_norm = discrete ? clip_grad_norm(backend_, {actor_.gradients(), critic_.gradients()}, config_.max_grad_norm)
+                               : clip_grad_norm(backend_, {actor_.gradients(), critic_.gradients(), log_std_grad_.view()},
+                                                config_.max_grad_norm);
+    actor_opt_.step(actor_.parameters(), actor_.gradients());
+    critic_opt_.step(critic_.parameters(), critic_.gradients());
+    if (!discrete) log_std_opt_.step(log_std_.view(), log_std_grad_.cview());
+    stats.policy_loss = l.policy_loss;
+    stats.value_loss = l.value_loss;
+    stats.entropy = l.entropy;
+    stats.approx_kl = l.approx_kl;
+    stats.clip_fraction = l.clip_fraction;
+  }
+
+  Backend backend_;
+  ppo_config config_;
+  typename Env::Params env_params_;
+  env_type env_;
+  rollout_buffer<T, action_type, Backend> rollout_;
+  rollout_minibatch<T, action_type, Backend> minibatch_;
+  mlp<T, Backend> actor_, critic_;
+  buffer<T, Backend> log_std_, log_std_grad_;
+  adam<T, Backend> actor_opt_, critic_opt_, log_std_opt_;
+  mlp_workspace<T, Backend> actor_ws_, critic_ws_;
+  running_mean_std<T, Backend> obs_rms_;
+  running_mean_std<double, Backend> return_rms_;
+  buffer<T, Backend> obs_scratch_, log_std_rows_;
+  buffer<T, Backend> new_log_probs_, grad_log_probs_, grad_policy_out_, grad_log_std_rows_, grad_entropy_, entropy_,
+      grad_values_;
+  buffer<double, Backend> discounted_returns_;
+  std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
+};
+
+}  // namespace rlkernels

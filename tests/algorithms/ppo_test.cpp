@@ -1,0 +1,230 @@
+// PPO trainer: the assembled gradient against finite differences of the assembled loss (discrete
+// and continuous, in double), reproducibility across backends and thread counts, learning on
+// CartPole, continuous actions with both normalisers, evaluation, and config validation.
+#include "../test_backend.hpp"
+
+#include <rlkernels/algorithms/ppo.hpp>
+#include <rlkernels/algorithms/ppo_presets.hpp>
+#include <rlkernels/envs/cartpole.hpp>
+#include <rlkernels/envs/pendulum.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using rlk_test::backend_t;
+using namespace rlkernels;
+
+ppo_config small_config() {
+  ppo_config c;
+  c.num_envs = 4;
+  c.num_steps = 16;
+  c.num_minibatches = 2;
+  c.update_epochs = 2;
+  c.hidden_sizes = {8, 8};
+  c.ent_coef = 0.01;
+  c.learning_rate = 3e-3;
+  c.total_timesteps = 4 * 16 * 3;
+  c.seed = 7;
+  return c;
+}
+
+/// Checks d total / d theta from loss_and_gradients against central differences of `total` for a
+/// spread of parameters of one flat array.
+template <class Agent, class Get, class Set>
+void check_gradient(Agent& agent, const rollout_minibatch<double, typename Agent::action_type, backend_t>& mb,
+                    const std::vector<double>& analytic, Get get, Set set, const char* what) {
+  std::vector<double> params = get();
+  const double h = 1e-6;
+  const std::size_t stride = params.size() > 40 ? params.size() / 37 : 1;
+  for (std::size_t k = 0; k < params.size(); k += stride) {
+    const double original = params[k];
+    params[k] = original + h;
+    set(params);
+    const double up = agent.loss_and_gradients(mb).total;
+    params[k] = original - h;
+    set(params);
+    const double down = agent.loss_and_gradients(mb).total;
+    params[k] = original;
+    set(params);
+    const double fd = (up - down) / (2 * h);
+    INFO(what << " parameter " << k << ": analytic " << analytic[k] << ", finite difference " << fd);
+    CHECK(std::abs(analytic[k] - fd) <= 1e-6 + 1e-5 * std::abs(fd));
+  }
+}
+
+template <class Env>
+void gradient_check(ppo_config c) {
+  ppo<Env, backend_t> agent(rlk_test::backend(), c);
+  agent.iterate();  // a rollout to learn from, and parameters away from their initial values
+  agent.rollout().shuffle(99, 0);
+  rollout_minibatch<double, typename ppo<Env, backend_t>::action_type, backend_t> mb(
+      rlk_test::backend(), c.minibatch_size(), agent.observation_size, agent.action_width);
+  agent.rollout().gather_minibatch(0, c.minibatch_size(), mb);
+  const ppo_loss l = agent.loss_and_gradients(mb);
+  REQUIRE(std::isfinite(l.total));
+  CHECK(l.total == Approx(l.policy_loss - c.ent_coef * l.entropy + c.vf_coef * l.value_loss).epsilon(1e-12));
+  const std::vector<double> actor_grad = agent.actor().gradients_to_host();
+  const std::vector<double> critic_grad = agent.critic().gradients_to_host();
+  const std::vector<double> log_std_grad = agent.log_std_gradients().to_host();
+  check_gradient(
+      agent, mb, actor_grad, [&] { return agent.actor().parameters_to_host(); },
+      [&](const std::vector<double>& p) { agent.actor().set_parameters(p); }, "actor");
+  check_gradient(
+      agent, mb, critic_grad, [&] { return agent.critic().parameters_to_host(); },
+      [&](const std::vector<double>& p) { agent.critic().set_parameters(p); }, "critic");
+  if (!log_std_grad.empty()) {
+    check_gradient(
+        agent, mb, log_std_grad, [&] { return agent.log_std().to_host(); },
+        [&](const std::vector<double>& p) { agent.log_std().assign(p); }, "log_std");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ppo: the assembled gradient matches finite differences of the assembled loss (discrete)") {
+  ppo_config c = small_config();
+  SECTION("clipped value loss") { gradient_check<cartpole<double>>(c); }
+  SECTION("plain value loss, no advantage normalisation") {
+    c.clip_value_loss = false;
+    c.normalize_advantages = false;
+    gradient_check<cartpole<double>>(c);
+  }
+}
+
+TEST_CASE("ppo: the assembled gradient matches finite differences of the assembled loss (continuous)") {
+  ppo_config c = small_config();
+  c.normalize_observations = true;
+  c.normalize_rewards = true;
+  c.init_log_std = -0.5;
+  gradient_check<pendulum<double>>(c);
+}
+
+TEST_CASE("ppo: a run is reproducible, and the same on serial and OpenMP with any thread count") {
+  ppo_config c = small_config();
+  c.total_timesteps = 4 * 16 * 4;
+  auto train = [&](auto backend) {
+    ppo<cartpole<float>, decltype(backend)> agent(backend, c);
+    while (!agent.done()) agent.iterate();
+    std::vector<float> p = agent.actor().parameters_to_host();
+    const std::vector<float> v = agent.critic().parameters_to_host();
+    p.insert(p.end(), v.begin(), v.end());
+    return p;
+  };
+  const std::vector<float> first = train(rlk_test::backend());
+  CHECK(train(rlk_test::backend()) == first);
+#if !defined(RLK_BACKEND_CUDA)
+  CHECK(train(serial_backend{}) == first);
+  for (int threads : {1, 2, 3}) CHECK(train(openmp_backend{threads, 0}) == first);
+#endif
+}
+
+TEST_CASE("ppo: learns CartPole-v1 with the preset") {
+  ppo_config c = ppo_preset("CartPole-v1");
+  c.total_timesteps = 60000;
+  c.seed = 3;
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  return_window window(100);
+  double first_mean = -1;
+  while (!agent.done()) {
+    const ppo_iteration_stats s = agent.iterate();
+    window.add(s.episodes, s.episode_return_sum);
+    if (first_mean < 0 && s.episodes > 0) first_mean = s.episode_return_sum / double(s.episodes);
+    CHECK(std::isfinite(s.policy_loss));
+    CHECK(std::isfinite(s.value_loss));
+    CHECK(s.gradient_steps == c.num_minibatches * c.update_epochs);
+  }
+  INFO("mean return of the first iteration's episodes " << first_mean << ", of the last 100 " << window.mean());
+  CHECK(first_mean < 40);        // a random policy lasts about 22 steps
+  CHECK(window.mean() > 200);    // it learned (the preset reaches 475 in about 90k steps)
+  const ppo_evaluation e = agent.evaluate(20, 12345);
+  CHECK(e.returns.size() == 20);
+  CHECK(e.mean > 200);
+  // Deterministic evaluation is a pure function of the policy and the seed.
+  CHECK(agent.evaluate(20, 12345).returns == e.returns);
+}
+
+TEST_CASE("ppo: continuous actions with observation and reward normalisation") {
+  ppo_config c = ppo_preset("Pendulum-v1");
+  c.num_envs = 8;
+  c.num_steps = 64;
+  c.num_minibatches = 4;
+  c.update_epochs = 2;
+  c.total_timesteps = 8 * 64 * 4;
+  ppo<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+  std::uint64_t episodes = 0;
+  while (!agent.done()) {
+    const ppo_iteration_stats s = agent.iterate();
+    episodes += s.episodes;
+    CHECK(std::isfinite(s.policy_loss));
+    CHECK(std::isfinite(s.value_loss));
+    CHECK(std::isfinite(s.entropy));
+    CHECK(s.learning_rate <= c.learning_rate);
+  }
+  CHECK(episodes == 8 * ((64 * 4) / 200));  // each env: 256 steps, one episode truncated at 200
+  CHECK(agent.observation_normalizer().count() > 8 * 64 * 4 - 1);
+  const std::vector<float> log_std = agent.log_std().to_host();
+  REQUIRE(log_std.size() == 1);
+  CHECK(log_std[0] != 0.0f);  // the state-independent log-std is trained
+  const ppo_evaluation e = agent.evaluate(4, 5);
+  REQUIRE(e.returns.size() == 4);
+  for (double r : e.returns) {
+    CHECK(r < 0);
+    CHECK(r > -200 * 16.3);  // the worst possible Pendulum return
+  }
+}
+
+TEST_CASE("ppo: learning-rate annealing follows CleanRL") {
+  ppo_config c = small_config();
+  c.total_timesteps = 4 * 16 * 4;  // 4 iterations
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  std::vector<double> lrs;
+  while (!agent.done()) lrs.push_back(agent.iterate().learning_rate);
+  REQUIRE(lrs.size() == 4);
+  CHECK_THROWS_WITH(agent.iterate(), Catch::Contains("training is done (256 of total_timesteps 256"));
+  for (std::size_t i = 0; i < 4; ++i) CHECK(lrs[i] == Approx(c.learning_rate * (1.0 - double(i) / 4.0)));
+  c.anneal_lr = false;
+  ppo<cartpole<float>, backend_t> constant(rlk_test::backend(), c);
+  CHECK(constant.iterate().learning_rate == c.learning_rate);
+}
+
+TEST_CASE("ppo: bad configurations are rejected with the field named") {
+  auto rejects = [](auto mutate, const char* text) {
+    ppo_config c = small_config();
+    mutate(c);
+    CHECK_THROWS_WITH((ppo<cartpole<float>, backend_t>(rlk_test::backend(), c)), Catch::Contains(text));
+  };
+  rejects([](ppo_config& c) { c.num_envs = 0; }, "num_envs must be >= 1");
+  rejects([](ppo_config& c) { c.num_minibatches = 3; }, "must be a multiple of num_minibatches");
+  rejects([](ppo_config& c) { c.gamma = 1.5; }, "gamma must be in [0, 1]");
+  rejects([](ppo_config& c) { c.clip_coef = 0; }, "clip_coef must be in (0, 1)");
+  rejects([](ppo_config& c) { c.learning_rate = std::nan(""); }, "learning_rate must be finite");
+  rejects([](ppo_config& c) { c.hidden_sizes = {}; }, "hidden_sizes is empty");
+  rejects([](ppo_config& c) { c.hidden_sizes = {8, 0}; }, "hidden size 0 must be >= 1");
+  rejects([](ppo_config& c) { c.max_grad_norm = 0; }, "max_grad_norm must be > 0");
+  rejects([](ppo_config& c) { c.update_epochs = 0; }, "update_epochs must be >= 1");
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), small_config());
+  CHECK_THROWS_WITH(agent.evaluate(0, 1), Catch::Contains("episodes must be >= 1"));
+  rollout_minibatch<float, std::int32_t, backend_t> wrong(rlk_test::backend(), 3, 4, 1);
+  CHECK_THROWS_WITH(agent.loss_and_gradients(wrong), Catch::Contains("the minibatch has 3 rows"));
+}
+
+TEST_CASE("return_window: the mean of at least the last N episodes, in whole iterations") {
+  return_window w(10);
+  CHECK(std::isnan(w.mean()));
+  w.add(4, 40.0);  // mean 10
+  CHECK(!w.full());
+  CHECK(w.mean() == 10.0);
+  w.add(0, 0.0);
+  w.add(8, 160.0);  // 12 episodes: both kept (dropping the first would leave 8 < 10)
+  CHECK(w.episodes() == 12);
+  CHECK(w.mean() == Approx(200.0 / 12));
+  w.add(10, 300.0);  // the last 10 alone suffice: older ones dropped
+  CHECK(w.episodes() == 10);
+  CHECK(w.mean() == Approx(30.0));
+  CHECK(w.full());
+}
