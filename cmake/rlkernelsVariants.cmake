@@ -2,8 +2,8 @@
 #
 # rlk_add_variants(<name> SOURCE <file> [CUDA] [LIBRARIES <libs...>] [DEFINITIONS <defs...>]
 #                  [OPTIONS <compile options...>])
-#   Creates <name>_serial and <name>_openmp from <file>, compiled with RLK_BACKEND_SERIAL or
-#   RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
+#   Creates <name>_serial and <name>_openmp (those in RLK_HOST_VARIANTS) from <file>, compiled with
+#   RLK_BACKEND_SERIAL or RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
 #   .cu file that includes <file>, compiled with RLK_BACKEND_CUDA. The list of targets made is
 #   returned in <name>_TARGETS. Every <name>_cuda also becomes a dependency of the target
 #   rlk_cuda_variants (build it to compile all CUDA variants and nothing else).
@@ -11,7 +11,7 @@ function(rlk_add_variants name)
   cmake_parse_arguments(ARG "CUDA" "SOURCE" "LIBRARIES;DEFINITIONS;OPTIONS" ${ARGN})
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
   set(targets "")
-  foreach(backend serial openmp)
+  foreach(backend IN LISTS RLK_HOST_VARIANTS)
     string(TOUPPER ${backend} upper)
     add_executable(${name}_${backend} "${source}")
     target_compile_definitions(${name}_${backend} PRIVATE RLK_BACKEND_${upper} ${ARG_DEFINITIONS})

@@ -3,6 +3,10 @@
 #pragma once
 
 #include <rlkernels/core/backend.hpp>
+#include <rlkernels/core/memory.hpp>
+
+#include <cstddef>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -23,4 +27,15 @@ inline constexpr bool on_cuda =
 #else
     false;
 #endif
+
+/// A buffer in the test backend's memory holding `v`.
+template <class T>
+rlkernels::buffer<T, backend_t> make(const std::vector<T>& v) {
+  return rlkernels::buffer<T, backend_t>(backend(), v);
+}
+/// A zeroed buffer of n elements in the test backend's memory.
+template <class T>
+rlkernels::buffer<T, backend_t> zeros(std::size_t n) {
+  return rlkernels::buffer<T, backend_t>(backend(), n);
+}
 }  // namespace rlk_test

@@ -18,14 +18,8 @@ using rlkernels::buffer;
 using rlkernels::view;
 using B = rlk_test::backend_t;
 
-template <class T>
-buffer<T, B> make(const std::vector<T>& v) {
-  return buffer<T, B>(rlk_test::backend(), v);
-}
-template <class T>
-buffer<T, B> zeros(std::size_t n) {
-  return buffer<T, B>(rlk_test::backend(), n);
-}
+using rlk_test::make;
+using rlk_test::zeros;
 
 /// Central finite difference of f at x[k] in double (step 1e-6 relative).
 /// `abs_step` > 0 forces an absolute step (logits: the softmax depends on differences, so a step

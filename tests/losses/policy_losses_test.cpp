@@ -17,14 +17,8 @@ namespace {
 using rlkernels::buffer;
 using B = rlk_test::backend_t;
 
-template <class T>
-buffer<T, B> make(const std::vector<T>& v) {
-  return buffer<T, B>(rlk_test::backend(), v);
-}
-template <class T>
-buffer<T, B> zeros(std::size_t n) {
-  return buffer<T, B>(rlk_test::backend(), n);
-}
+using rlk_test::make;
+using rlk_test::zeros;
 inline double fd(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, std::size_t k) {
   const double h = 1e-6 * std::max(1.0, std::fabs(x[k]));
   const double x0 = x[k];

@@ -34,14 +34,8 @@ using rlk::buffer;
 using rlk::mlp_layout;
 using B = rlk_test::backend_t;
 
-template <class T>
-buffer<T, B> make(const std::vector<T>& v) {
-  return buffer<T, B>(rlk_test::backend(), v);
-}
-template <class T>
-buffer<T, B> zeros(std::size_t n) {
-  return buffer<T, B>(rlk_test::backend(), n);
-}
+using rlk_test::make;
+using rlk_test::zeros;
 /// A host copy of a view into backend memory.
 template <class T>
 std::vector<std::remove_const_t<T>> host_copy(rlk::view<T> v) {

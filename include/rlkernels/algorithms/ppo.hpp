@@ -297,7 +297,7 @@ class ppo {
   using scalar_type = typename env_type::scalar_type;     ///< float or double
   using action_type = typename env_type::action_type;     ///< int32 (discrete) or scalar_type
   using backend_type = Backend;                           ///< where everything runs
-  using T = scalar_type;
+  using T = scalar_type;  ///< shorthand for scalar_type
   /// True for discrete action spaces.
   static constexpr bool discrete = std::is_same_v<action_type, std::int32_t>;
   static constexpr int observation_size = env_type::observation_size;  ///< inputs of both networks
@@ -447,6 +447,9 @@ class ppo {
   /// @brief Deterministic (or stochastic) evaluation: `episodes` fresh envs (seeded with `seed`,
   /// so they differ from the training envs) run the policy until each has finished one episode;
   /// returns their returns. Training state is untouched (the normaliser is frozen).
+  /// @param episodes number of evaluation envs (one episode each), >= 1
+  /// @param seed seed of the evaluation envs (and of the action draws when stochastic)
+  /// @param deterministic argmax / mean actions (true) or draws from the policy
   /// @param max_steps safety bound on steps (envs without a time limit)
   /// @throw std::invalid_argument if episodes is 0; rlkernels::error if some episode did not end
   ///        within max_steps

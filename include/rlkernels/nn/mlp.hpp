@@ -334,6 +334,7 @@ class mlp {
   using backend_type = Backend;  ///< where parameters live
 
   /// @brief Allocates a network with zero parameters (call initialize() next).
+  /// @param backend where the parameters live and the passes run
   /// @param sizes widths, input first, at least two, all >= 1 (for example {4, 64, 64, 2})
   /// @param hidden activation after each hidden layer
   /// @param output activation after the last layer
@@ -341,12 +342,17 @@ class mlp {
   mlp(Backend backend, std::vector<int> sizes, activation hidden = activation::tanh,
       activation output = activation::identity)
       : mlp(backend, mlp_layout{std::move(sizes), hidden, output}) {}
-  /// @copydoc mlp(Backend, std::vector<int>, activation, activation)
+  /// @brief Allocates a network of the given layout with zero parameters.
+  /// @param backend where the parameters live and the passes run
+  /// @param layout sizes and activations (validated)
+  /// @throw std::invalid_argument on a bad layout; out_of_memory naming the size
   mlp(Backend backend, mlp_layout layout)
       : backend_(backend), layout_(checked(backend, std::move(layout))),
         parameters_(backend, layout_.num_parameters()), gradients_(backend, layout_.num_parameters()) {}
 
+  /// Takes over another network's memory (move-only: copy parameters with copy_parameters_from).
   mlp(mlp&&) noexcept = default;
+  /// Takes over another network's memory.
   mlp& operator=(mlp&&) noexcept = default;
 
   /// The shape.
@@ -470,6 +476,10 @@ class mlp {
   /// [B, output_size], writes d loss / d parameters into gradients() (or adds it, when
   /// `accumulate`) and, when grad_input is given, d loss / d x [B, input_size] into it.
   /// @param x the same input [B, input_size] the forward pass saw, unchanged since
+  /// @param grad_output d loss / d y [B, output_size]
+  /// @param ws the workspace of the forward pass
+  /// @param grad_input d loss / d x [B, input_size] output, or empty
+  /// @param accumulate add to gradients() instead of overwriting them
   /// @throw std::invalid_argument on sizes that do not match the last forward pass or null views;
   ///        nothing is written then
   void backward(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws, view<T> grad_input = {},
