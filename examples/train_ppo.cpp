@@ -17,6 +17,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -140,6 +141,21 @@ options parse(int argc, char** argv) {
   return opt;
 }
 
+/// The envs this example trains (MLP policies on low-dimensional observations); the grid envs of
+/// the registry are left out to keep its compile time down.
+template <class Env>
+struct trains : std::false_type {};
+template <class S>
+struct trains<rlkernels::cartpole<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::mountain_car<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::mountain_car_continuous<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::pendulum<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::acrobot<S>> : std::true_type {};
+
 bool stdout_is_terminal() {
 #if defined(__unix__) || defined(__APPLE__)
   return isatty(fileno(stdout)) != 0;
@@ -252,7 +268,11 @@ int main(int argc, char** argv) {
     const options opt = parse(argc, argv);
     int rc = 0;
     rlkernels::visit_env(opt.env, [&](auto entry) {
-      if (opt.backend == "serial") {
+      using Env = typename decltype(entry)::env_type;
+      if constexpr (!trains<Env>::value) {
+        throw std::invalid_argument("train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, "
+                                    "Pendulum); " + opt.env + " is not one of them");
+      } else if (opt.backend == "serial") {
         rc = run(rlkernels::serial, opt, entry);
       } else if (opt.backend == "openmp") {
         rc = run(rlkernels::openmp, opt, entry);

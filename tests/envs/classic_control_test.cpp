@@ -419,8 +419,8 @@ TEST_CASE("registry: Gymnasium ids map to the env types with Gymnasium's time li
                             {"Pendulum-v1", "pendulum", 200, action_kind::continuous, 3},
                             {"Acrobot-v1", "acrobot", 500, action_kind::discrete, 6}};
   const std::vector<env_info> all = registered_envs();
-  REQUIRE(all.size() == std::size(table));
-  for (std::size_t k = 0; k < all.size(); ++k) {
+  REQUIRE(all.size() >= std::size(table));  // the classic-control ids come first; grid envs follow
+  for (std::size_t k = 0; k < std::size(table); ++k) {
     INFO(table[k].id);
     CHECK(all[k].id == table[k].id);
     CHECK(is_registered(table[k].id));

@@ -342,4 +342,27 @@ void copy(const Backend& backend, view<U> src, view<T> dst) {
   detail::memory_ops<Backend>::copy(backend, dst.data(), src.data(), src.size() * sizeof(T));
 }
 
+namespace detail {
+template <class U, class T>
+struct convert_kernel {
+  const U* src;
+  T* dst;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const { dst[i] = static_cast<T>(src[i]); }
+};
+}  // namespace detail
+
+/// @brief dst[i] = static_cast<T>(src[i]) on the backend: for example the float observations of a
+/// grid env ([N, obs], values 0 and 1) as uint8 for compact storage (a replay buffer of MinAtar
+/// frames takes a quarter of the memory).
+/// @throw std::invalid_argument if the sizes differ or a non-empty view is null
+template <class Backend, class U, class T>
+void convert(const Backend& backend, view<U> src, view<T> dst) {
+  static_assert(!std::is_const_v<T>, "rlkernels::convert: the destination must be writable");
+  RLK_EXPECTS(src.size() == dst.size(), std::invalid_argument, "rlkernels::convert: source has ", src.size(),
+              " elements, destination ", dst.size());
+  if (src.size() == 0) return;
+  RLK_EXPECTS(src.data() != nullptr && dst.data() != nullptr, std::invalid_argument, "rlkernels::convert: null view");
+  for_each_index(backend, src.size(), detail::convert_kernel<std::remove_const_t<U>, T>{src.data(), dst.data()});
+}
+
 }  // namespace rlkernels

@@ -7,6 +7,7 @@
 #include "../core/config.hpp"
 #include "acrobot.hpp"
 #include "cartpole.hpp"
+#include "minatar/breakout.hpp"
 #include "env.hpp"
 #include "mountain_car.hpp"
 #include "mountain_car_continuous.hpp"
@@ -90,6 +91,13 @@ void for_each_entry(F&& f) {
     return;
   if (f(make_entry<pendulum<Scalar>>("Pendulum-v1", "pendulum", {}, no_threshold))) return;
   if (f(make_entry<acrobot<Scalar>>("Acrobot-v1", "acrobot", {}, -100.0))) return;
+  // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
+  // game's minimal set; no time limit (gymnax uses 1000 steps, 2500 for Freeway: set
+  // params.max_episode_steps).
+  constexpr minatar_action_set full = minatar_action_set::full, minimal = minatar_action_set::minimal;
+  if (f(make_entry<minatar_breakout<Scalar, full>>("MinAtar/Breakout-v0", "minatar_breakout", {}, no_threshold))) return;
+  if (f(make_entry<minatar_breakout<Scalar, minimal>>("MinAtar/Breakout-v1", "minatar_breakout", {}, no_threshold)))
+    return;
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
