@@ -20,7 +20,7 @@ namespace rlkernels {
 /// @tparam Set full or minimal action set
 template <class Scalar = float, minatar_action_set Set = minatar_action_set::full>
 struct minatar_breakout {
-  using scalar_type = Scalar;
+  using scalar_type = Scalar;  ///< observation and reward type
   static constexpr int channels = 4;                                  ///< paddle, ball, trail, brick
   static constexpr int observation_size = 10 * 10 * channels;         ///< 400
   static constexpr action_kind action_space = action_kind::discrete;  ///< discrete
@@ -40,8 +40,14 @@ struct minatar_breakout {
 
   /// The game state.
   struct State {
-    std::int8_t ball_x, ball_y, ball_dir, pos, last_x, last_y;
-    bool strike, terminal;
+    std::int8_t ball_x;    ///< ball column, in [0, 9]
+    std::int8_t ball_y;    ///< ball row, in [0, 9]
+    std::int8_t ball_dir;  ///< ball direction: 0 up-left, 1 up-right, 2 down-right, 3 down-left
+    std::int8_t pos;       ///< paddle column on row 9, in [0, 9]
+    std::int8_t last_x;    ///< ball column before the last move (the trail)
+    std::int8_t last_y;    ///< ball row before the last move (the trail)
+    bool strike;           ///< the ball met a brick last frame; a brick met on the next frame is not broken
+    bool terminal;         ///< the ball passed the paddle: episode over
     std::int32_t last_action;   ///< sticky actions: kept across resets, as minatar does
     std::uint8_t bricks[10][10];  ///< brick_map[y][x]
   };
