@@ -11,7 +11,7 @@
 #   2. configures build-device/ with -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
 #      -DRLK_RUN_CUDA_TESTS=ON and builds everything with all cores;
 #   3. runs the CUDA tests: ctest -L cuda --output-on-failure (fails if no test carries the label);
-#   4. runs build-device/benchmarks/{cartpole,classic_control,gae,replay,losses,mlp}_bench_cuda, writing
+#   4. runs build-device/benchmarks/{cartpole,classic_control,grid,gae,replay,losses,mlp}_bench_cuda, writing
 #      build-device/<name>_cuda.csv;
 #   5. prints env-steps/s per row and N, and per env the vec_env/limit, vec_env/virtual and
 #      checked/unchecked ratios;
@@ -133,7 +133,7 @@ cmake --build "$build" --parallel "$jobs"
 echo "== CUDA tests"
 ctest --test-dir "$build" -L cuda --output-on-failure --no-tests=error --timeout 300 --parallel "${CTEST_JOBS:-4}"
 
-for name in cartpole_bench classic_control_bench gae_bench replay_bench losses_bench mlp_bench; do
+for name in cartpole_bench classic_control_bench grid_bench gae_bench replay_bench losses_bench mlp_bench; do
   bench="$build/benchmarks/${name}_cuda"
   csv="$build/${name}_cuda.csv"
   if [[ ! -x "$bench" ]]; then
@@ -145,7 +145,7 @@ for name in cartpole_bench classic_control_bench gae_bench replay_bench losses_b
   timeout 600 "$bench" --benchmark_out="$csv" --benchmark_out_format=csv ${BENCH_ARGS:-}
 done
 
-for name in cartpole_bench classic_control_bench gae_bench replay_bench losses_bench mlp_bench; do
+for name in cartpole_bench classic_control_bench grid_bench gae_bench replay_bench losses_bench mlp_bench; do
   echo "== summary ($build/${name}_cuda.csv)"
   summarize "$build/${name}_cuda.csv"
 done

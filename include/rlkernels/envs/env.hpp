@@ -77,6 +77,15 @@ struct has_reset<Env, void_t<decltype(Env::reset(std::declval<const typename Env
                                                  std::declval<typename Env::State&>(), std::declval<rng&>()))>>
     : std::true_type {};
 
+/// True when Env (a discrete env) offers a legal-action mask:
+/// `RLK_HOST_DEVICE static void action_mask(const Params&, const State&, std::uint8_t* mask)`,
+/// writing num_actions flags (1 = legal). Optional; vec_env::action_masks needs it.
+template <class Env, class = void> struct has_action_mask : std::false_type {};
+template <class Env>
+struct has_action_mask<Env, void_t<decltype(Env::action_mask(std::declval<const typename Env::Params&>(),
+                                                             std::declval<const typename Env::State&>(),
+                                                             std::declval<std::uint8_t*>()))>> : std::true_type {};
+
 template <class Env, bool Discrete = (Env::action_space == action_kind::discrete)>
 struct action_argument {
   using type = std::int32_t;

@@ -1,14 +1,20 @@
 // rlkernels/envs/registry.hpp
-// The bundled environments by their Gymnasium id ("CartPole-v1", "Pendulum-v1", ...), each with
-// the parameters and time limit Gymnasium registers for it, so programs can take the env name on
+// The bundled environments by their Gymnasium id ("CartPole-v1", "Pendulum-v1", "MinAtar/Breakout-v1",
+// ...), each with the parameters and time limit its reference registers for it, so programs can take the env name on
 // the command line: visit_env(id, visitor) calls the visitor with the env type and its settings.
 #pragma once
 
 #include "../core/config.hpp"
 #include "acrobot.hpp"
 #include "cartpole.hpp"
+#include "minatar/asterix.hpp"
 #include "minatar/breakout.hpp"
+#include "minatar/freeway.hpp"
+#include "minatar/seaquest.hpp"
+#include "minatar/space_invaders.hpp"
 #include "env.hpp"
+#include "grid/maze.hpp"
+#include "grid/snake.hpp"
 #include "mountain_car.hpp"
 #include "mountain_car_continuous.hpp"
 #include "pendulum.hpp"
@@ -95,9 +101,26 @@ void for_each_entry(F&& f) {
   // game's minimal set; no time limit (gymnax uses 1000 steps, 2500 for Freeway: set
   // params.max_episode_steps).
   constexpr minatar_action_set full = minatar_action_set::full, minimal = minatar_action_set::minimal;
+  if (f(make_entry<minatar_asterix<Scalar, full>>("MinAtar/Asterix-v0", "minatar_asterix", {}, no_threshold))) return;
+  if (f(make_entry<minatar_asterix<Scalar, minimal>>("MinAtar/Asterix-v1", "minatar_asterix", {}, no_threshold))) return;
   if (f(make_entry<minatar_breakout<Scalar, full>>("MinAtar/Breakout-v0", "minatar_breakout", {}, no_threshold))) return;
   if (f(make_entry<minatar_breakout<Scalar, minimal>>("MinAtar/Breakout-v1", "minatar_breakout", {}, no_threshold)))
     return;
+  if (f(make_entry<minatar_freeway<Scalar, full>>("MinAtar/Freeway-v0", "minatar_freeway", {}, no_threshold))) return;
+  if (f(make_entry<minatar_freeway<Scalar, minimal>>("MinAtar/Freeway-v1", "minatar_freeway", {}, no_threshold))) return;
+  if (f(make_entry<minatar_seaquest<Scalar, full>>("MinAtar/Seaquest-v0", "minatar_seaquest", {}, no_threshold))) return;
+  if (f(make_entry<minatar_seaquest<Scalar, minimal>>("MinAtar/Seaquest-v1", "minatar_seaquest", {}, no_threshold)))
+    return;
+  if (f(make_entry<minatar_space_invaders<Scalar, full>>("MinAtar/SpaceInvaders-v0", "minatar_space_invaders", {},
+                                                         no_threshold)))
+    return;
+  if (f(make_entry<minatar_space_invaders<Scalar, minimal>>("MinAtar/SpaceInvaders-v1", "minatar_space_invaders", {},
+                                                            no_threshold)))
+    return;
+  // Jumanji's Snake-v1 (12x12, time limit 4000 steps as truncation) and the procedural maze
+  // (25x25, 7x7 egocentric view, turn/forward actions, time limit 4 * 25 * 25).
+  if (f(make_entry<snake<Scalar>>("Snake-v1", "snake", {}, no_threshold))) return;
+  if (f(make_entry<maze<Scalar>>("Maze-v0", "maze", {}, no_threshold))) return;
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.

@@ -116,7 +116,7 @@ struct reset_kernel {
 
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
     rng gen(seed, first_stream + i, 0);
-    typename Env::State s;
+    typename Env::State s{};  // zeroed: an env may keep fields across resets (MinAtar's last action)
     Env::reset(params, s, gen);
     a.states[i] = s;
     a.rng_blocks[i] = gen.block();
@@ -247,6 +247,17 @@ RLK_HOST_DEVICE bool action_is_valid(const typename action_traits<Env>::type* ac
     return ok;
   }
 }
+
+/// Writes env i's legal-action mask (Env::action_mask) to row i of masks [N, num_actions].
+template <class Env>
+struct action_mask_kernel {
+  typename Env::Params params;
+  const typename Env::State* states;
+  std::uint8_t* masks;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    Env::action_mask(params, states[i], masks + i * std::size_t(Env::num_actions));
+  }
+};
 
 #if RLK_HAS_CUDA
 /// Device side of the action check: records the lowest invalid index with an atomic min, so the
@@ -425,6 +436,20 @@ public:
   void refresh_observations() {
     for_each_index(backend_, num_envs_,
                    detail::observe_kernel<Env>{params_, states_.data(), observations_.data(), final_observations_.data()});
+  }
+
+  /// @brief Legal actions of every env's current state (the state observations() shows), for envs
+  /// with a static `action_mask` (detail::has_action_mask), e.g. snake.
+  /// @param out [N, num_actions] uint8 in backend memory: 1 where the action is legal, else 0
+  /// @throw std::invalid_argument if out has the wrong size or is null
+  template <class E = Env, std::enable_if_t<detail::has_action_mask<E>::value, int> = 0>
+  void action_masks(view<std::uint8_t> out) const {
+    const std::size_t expected = num_envs_ * std::size_t(E::num_actions);
+    RLK_EXPECTS(out.size() == expected, std::invalid_argument, "rlkernels::vec_env::action_masks: out has ", out.size(),
+                " elements, expected ", expected, " (num_envs ", num_envs_, " x ", E::num_actions, ")");
+    RLK_EXPECTS(out.data() != nullptr, std::invalid_argument, "rlkernels::vec_env::action_masks: out is a null view");
+    detail::expect_backend_memory(backend_, out.data(), "rlkernels::vec_env::action_masks", "out");
+    for_each_index(backend_, num_envs_, detail::action_mask_kernel<E>{params_, states_.data(), out.data()});
   }
 
   /// Statistics of the episodes completed since construction, reset() or the last clear.
