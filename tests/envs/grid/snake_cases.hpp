@@ -99,22 +99,33 @@ inline std::vector<run> load(const std::string& path) {
 /// Hands out recorded uniform_int results in order; a call with another range or past the end
 /// sets `error` (and returns 0), like device code would.
 struct replay_generator {
-  const std::vector<std::pair<std::uint32_t, std::uint32_t>>* draws = nullptr;
+  // Plain data with RLK_HOST_DEVICE calls, so that the env's host/device functions may call it.
+  const std::pair<std::uint32_t, std::uint32_t>* draws = nullptr;  ///< (n, k) per recorded uniform_int
+  std::size_t count = 0;
   std::size_t pos = 0;
-  std::string error;
+  int error = 0;  ///< 0 none, 1 drew past the end, 2 range differs
+  std::uint32_t wanted_n = 0;
 
-  std::uint32_t uniform_int(std::uint32_t n) {
-    if (!error.empty()) return 0;
-    if (pos >= draws->size()) {
-      error = "the env drew more numbers than the reference (uniform_int(" + std::to_string(n) + "))";
+  RLK_HOST_DEVICE std::uint32_t uniform_int(std::uint32_t n) {
+    if (error != 0) return 0;
+    wanted_n = n;
+    if (pos >= count) {
+      error = 1;
       return 0;
     }
-    if ((*draws)[pos].first != n) {
-      error = "draw " + std::to_string(pos) + ": the env called uniform_int(" + std::to_string(n) +
-              "), the reference drew over " + std::to_string((*draws)[pos].first) + " values";
+    if (draws[pos].first != n) {
+      error = 2;
       return 0;
     }
-    return (*draws)[pos++].second;
+    return draws[pos++].second;
+  }
+  /// Empty when every call matched.
+  std::string message() const {
+    if (error == 1) return "the env drew more numbers than the reference (uniform_int(" + std::to_string(wanted_n) + "))";
+    if (error == 2)
+      return "draw " + std::to_string(pos) + ": the env called uniform_int(" + std::to_string(wanted_n) +
+             "), the reference drew over " + std::to_string(draws[pos].first) + " values";
+    return "";
   }
 };
 
@@ -159,7 +170,7 @@ std::size_t replay(const std::vector<run>& runs) {
       const record& x = r.records[i];
       INFO("board " << r.rows << "x" << r.cols << " seed " << r.seed << " record " << i << " (" << x.kind
                     << ", action " << x.action << ")");
-      replay_generator gen{&x.draws, 0, {}};
+      replay_generator gen{x.draws.data(), x.draws.size()};
       if (x.kind == 'R') {
         Env::reset(params, s, gen);
       } else {
@@ -171,7 +182,7 @@ std::size_t replay(const std::vector<run>& runs) {
         REQUIRE(result.terminated == x.done);
         ++steps;
       }
-      REQUIRE(gen.error == "");
+      REQUIRE(gen.message() == "");
       REQUIRE(gen.pos == x.draws.size());  // drew exactly what the reference drew
       if (x.legal) {  // after an illegal move Jumanji's mask indexes off the board: not comparable
         std::uint8_t mask[4];
@@ -316,21 +327,26 @@ typename Env::State make_state(const std::vector<std::pair<int, int>>& body, int
 }
 
 /// A generator that must not be called (steps that eat no fruit draw nothing).
-struct no_draws {
+struct no_draws {  // plain data with an RLK_HOST_DEVICE call, as the env's functions need
   int calls = 0;
-  std::uint32_t uniform_int(std::uint32_t) {
+  RLK_HOST_DEVICE std::uint32_t uniform_int(std::uint32_t) {
     ++calls;
     return 0;
   }
 };
 
 /// Returns k for uniform_int(n) and records n.
-struct fixed_draw {
+struct fixed_draw {  // plain data with an RLK_HOST_DEVICE call, as the env's functions need
   std::uint32_t k = 0;
-  std::vector<std::uint32_t> ranges;
-  std::uint32_t uniform_int(std::uint32_t n) {
-    ranges.push_back(n);
+  std::uint32_t range_list[8] = {};
+  int count = 0;
+  RLK_HOST_DEVICE std::uint32_t uniform_int(std::uint32_t n) {
+    if (count < 8) range_list[count] = n;
+    ++count;
     return k < n ? k : n - 1;
+  }
+  std::vector<std::uint32_t> ranges() const {
+    return std::vector<std::uint32_t>(range_list, range_list + (count < 8 ? count : 8));
   }
 };
 
@@ -465,7 +481,7 @@ TEST_CASE("snake: eating grows the snake and places a fruit on a free cell") {
   p.num_cols = 3;
   // Head (1,1), tail (1,0); fruit to the right of the head.
   Env::State s = make_state<Env>({{1, 1}, {1, 0}}, 1, 2);
-  fixed_draw gen{4, {}};
+  fixed_draw gen{4};
   const auto r = Env::step(p, s, 1, gen);
   CHECK(r.reward == 1.0f);
   CHECK_FALSE(r.terminated);
@@ -475,7 +491,7 @@ TEST_CASE("snake: eating grows the snake and places a fruit on a free cell") {
   CHECK(int(s.body[1][0]) == 1);  // the tail stays
   // One draw over the 6 free cells; k = 4 is the 5th free cell in row-major order:
   // free cells (0,0) (0,1) (0,2) (2,0) (2,1) (2,2) -> (2,1).
-  REQUIRE(gen.ranges == std::vector<std::uint32_t>{6});
+  REQUIRE(gen.ranges() == std::vector<std::uint32_t>{6});
   CHECK(int(s.fruit_row) == 2);
   CHECK(int(s.fruit_col) == 1);
   // The next move eats nothing: the body ages, the tail cell empties, nothing is drawn.
@@ -567,9 +583,9 @@ TEST_CASE("snake: filling the board ends the episode with the fruit on cell (0, 
   Env::Params line;
   line.num_rows = 1;
   line.num_cols = 2;
-  fixed_draw draws{1, {}};
+  fixed_draw draws{1};
   Env::reset(line, s, draws);
-  CHECK(draws.ranges == std::vector<std::uint32_t>{2, 1});
+  CHECK(draws.ranges() == std::vector<std::uint32_t>{2, 1});
   CHECK(int(s.head_col) == 1);
   CHECK(int(s.fruit_col) == 0);
   const auto r2 = Env::step(line, s, 3, gen);

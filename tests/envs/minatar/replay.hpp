@@ -105,34 +105,49 @@ inline recording load(const std::string& path) {
 }
 
 /// A generator that hands out recorded draws in order. A call of the wrong kind, with another
-/// range, or past the end sets `error` (and returns 0) instead of throwing, like device code.
+/// range, or past the end records the error (and returns 0) instead of throwing, like device code;
+/// message() describes it. Plain data with RLK_HOST_DEVICE calls, so that the envs' host/device
+/// functions may call it (the replay itself runs on the host).
 struct replay_generator {
-  const std::vector<draw>* draws = nullptr;
+  const draw* draws = nullptr;
+  std::size_t count = 0;
   std::size_t pos = 0;
-  std::string error;
+  int error = 0;              ///< 0 none, 1 drew past the end, 2 kind or range differs
+  char wanted_kind = 0;       ///< the call that failed: 'u' or 'i'
+  std::uint32_t wanted_n = 0;
 
   template <class T>
-  T uniform() {
+  RLK_HOST_DEVICE T uniform() {
     if (!next('u', 0)) return T(0);
-    return T((*draws)[pos++].u);
+    return T(draws[pos++].u);
   }
-  std::uint32_t uniform_int(std::uint32_t n) {
+  RLK_HOST_DEVICE std::uint32_t uniform_int(std::uint32_t n) {
     if (!next('i', n)) return 0;
-    return (*draws)[pos++].k;
+    return draws[pos++].k;
+  }
+  /// Empty when every call matched.
+  std::string message() const {
+    const auto call = [](char kind, std::uint32_t n) {
+      return kind == 'u' ? std::string("rand()") : "randint over " + std::to_string(n) + " values";
+    };
+    if (error == 1) return "the env drew more numbers than the reference (a " + call(wanted_kind, wanted_n) + ")";
+    if (error == 2)
+      return "draw " + std::to_string(pos) + ": the env called " + call(wanted_kind, wanted_n) + ", the reference " +
+             call(draws[pos].kind, draws[pos].n);
+    return "";
   }
 
  private:
-  bool next(char kind, std::uint32_t n) {
-    if (!error.empty()) return false;
-    if (pos >= draws->size()) {
-      error = std::string("the env drew more numbers than the reference (a ") + (kind == 'u' ? "rand()" : "randint") + ")";
+  RLK_HOST_DEVICE bool next(char kind, std::uint32_t n) {
+    if (error != 0) return false;
+    wanted_kind = kind;
+    wanted_n = n;
+    if (pos >= count) {
+      error = 1;
       return false;
     }
-    const draw& d = (*draws)[pos];
-    if (d.kind != kind || (kind == 'i' && d.n != n)) {
-      error = std::string("draw ") + std::to_string(pos) + ": the env called " +
-              (kind == 'u' ? "rand()" : "randint over " + std::to_string(n) + " values") + ", the reference " +
-              (d.kind == 'u' ? "rand()" : "randint over " + std::to_string(d.n) + " values");
+    if (draws[pos].kind != kind || (kind == 'i' && draws[pos].n != n)) {
+      error = 2;
       return false;
     }
     return true;
@@ -164,7 +179,7 @@ std::size_t replay(const recording& rec, typename Env::Params params = {}) {
     typename Env::State s{};  // last_action 0, as a fresh minatar.Environment
     for (std::size_t i = 0; i < r.records.size(); ++i) {
       const record& x = r.records[i];
-      replay_generator gen{&x.draws, 0, {}};
+      replay_generator gen{x.draws.data(), x.draws.size()};
       float reward = 0;
       bool terminal = false;
       if (x.kind == 'R') {
@@ -176,7 +191,7 @@ std::size_t replay(const recording& rec, typename Env::Params params = {}) {
         ++steps;
       }
       INFO(rec.game << " seed " << r.seed << " record " << i << " (" << x.kind << ", action " << x.action << ")");
-      REQUIRE(gen.error == "");
+      REQUIRE(gen.message() == "");
       REQUIRE(gen.pos == x.draws.size());  // drew exactly what the reference drew
       if (x.kind == 'S') {
         REQUIRE(reward == float(x.reward));
