@@ -75,15 +75,10 @@ TEST_CASE("minatar freeway: runs in vec_env; the minimal action set maps onto th
   constexpr int steps = 3000;
   rlkernels::vec_env<full_t, rlk_test::backend_t> full(rlk_test::backend(), n, 7);
   rlkernels::vec_env<minimal_t, rlk_test::backend_t> minimal(rlk_test::backend(), n, 7);
-  // Start both from last_action 0, as a fresh minatar.Environment (vec_env's reset_kernel
-  // default-initializes State, which leaves last_action indeterminate).
-  auto fresh = [](auto& env) {
-    auto states = env.states().to_host();
-    for (auto& s : states) s.last_action = 0;
-    env.set_states(states);
-  };
-  fresh(full);
-  fresh(minimal);
+  // vec_env zero-initialises the state before the first reset, so the sticky "previous action"
+  // starts at 0, as in a fresh minatar.Environment.
+  for (const auto& s : full.states().to_host()) REQUIRE(s.last_action == 0);
+  for (const auto& s : minimal.states().to_host()) REQUIRE(s.last_action == 0);
   auto full_actions = rlk_test::zeros<std::int32_t>(n);
   auto minimal_actions = rlk_test::zeros<std::int32_t>(n);
   rlkernels::rng agent(11, 0, 0);
