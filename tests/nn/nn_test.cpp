@@ -314,6 +314,29 @@ TEST_CASE("mlp backward: accumulate adds to the gradients; without it they are o
   }
 }
 
+TEST_CASE("mlp input_gradient: backward's input gradient bit for bit, parameter gradients untouched", "[nn][mlp][grad]") {
+  const mlp_layout lay{{4, 11, 6, 1}, activation::relu, activation::identity};
+  for (std::size_t batch : {std::size_t(5), std::size_t(530)}) {  // one chunk and several on the host
+    INFO("batch " << batch);
+    std::mt19937 gen{std::uint32_t(batch + 17)};
+    const std::vector<double> x = normal_vector(batch * 4, gen), dy = normal_vector(batch, gen);
+    rlk::mlp<double, B> net(rlk_test::backend(), lay);
+    net.set_parameters(random_parameters(lay, gen));
+    rlk::mlp_workspace<double, B> ws(net, batch);
+    auto xb = make(x), dyb = make(dy);
+    auto gx_backward = zeros<double>(x.size()), gx_only = zeros<double>(x.size());
+    net.forward(xb.cview(), ws);
+    net.backward(xb.cview(), dyb.cview(), ws, gx_backward.view());
+    const std::vector<double> grads = host_copy(net.gradients());
+    net.input_gradient(xb.cview(), dyb.cview(), ws, gx_only.view());
+    CHECK(same_bits(gx_only.to_host(), gx_backward.to_host()));
+    CHECK(same_bits(host_copy(net.gradients()), grads));
+    auto short_out = zeros<double>(x.size() - 1);
+    CHECK_THROWS_WITH(net.input_gradient(xb.cview(), dyb.cview(), ws, short_out.view()),
+                      Catch::Matchers::Contains("grad_input"));
+  }
+}
+
 // ---- float forward and backward -----------------------------------------------------------------------
 
 TEST_CASE("mlp<float> forward matches a float64 reference loop; float gradients match double's", "[nn][mlp]") {

@@ -48,7 +48,8 @@ void polyak_update(const Backend& backend, view<const typename detail::polyak_id
               " elements, target has ", target.size());
   if (target.size() == 0) return;
   RLK_EXPECTS(source.data() != nullptr && target.data() != nullptr, std::invalid_argument, who, ": null view");
-  for_each_index(backend, target.size(), detail::polyak_kernel<T>{source.data(), target.data(), tau});
+  // Element-wise and cheap: on OpenMP, arrays under 32k elements stay on the calling thread.
+  for_each_index(detail::light_backend(backend), target.size(), detail::polyak_kernel<T>{source.data(), target.data(), tau});
 }
 
 }  // namespace rlkernels
