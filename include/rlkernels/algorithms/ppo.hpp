@@ -8,12 +8,14 @@
 #pragma once
 
 #include "../buffers/rollout_buffer.hpp"
+#include "common.hpp"
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../envs/vec_env.hpp"
 #include "../estimators/gae.hpp"
 #include "../estimators/normalization.hpp"
+#include "../io/checkpoint.hpp"
 #include "../losses/distributions.hpp"
 #include "../losses/ppo.hpp"
 #include "../nn/mlp.hpp"
@@ -23,9 +25,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <iomanip>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -67,6 +70,10 @@ struct ppo_config {
   double reward_clip = 10.0;            ///< bound of normalised rewards
   // ---- reproducibility ----
   std::uint64_t seed = 1;  ///< seeds the envs, the initial weights, the action draws and the shuffles
+  // ---- checkpoints (docs/checkpoints.md) ----
+  std::string checkpoint_dir;           ///< directory of automatic checkpoints; empty: none
+  std::uint64_t checkpoint_every = 0;   ///< iterations between automatic checkpoints (0: off)
+  std::size_t checkpoint_keep = 3;      ///< newest automatic checkpoints kept, >= 1
 
   /// CleanRL's ppo_continuous_action.py defaults (1 env, 2048 steps, 32 minibatches, 10 epochs,
   /// lr 3e-4, no entropy bonus, observation and reward normalisation).
@@ -91,6 +98,38 @@ struct ppo_config {
   std::uint64_t num_iterations() const noexcept {
     const std::uint64_t b = batch_size();
     return b ? (total_timesteps + b - 1) / b : 0;
+  }
+  /// @brief Every field except the checkpoint_* ones as "key=value\n" lines (doubles with 17
+  /// significant digits): what a checkpoint records and a resumed run must match.
+  std::string hyperparameters() const {
+    return detail::hyperparameter_lines{}
+        .add("algorithm", "ppo")
+        .add("num_envs", num_envs)
+        .add("num_steps", num_steps)
+        .add("total_timesteps", total_timesteps)
+        .add("learning_rate", learning_rate)
+        .add("anneal_lr", anneal_lr)
+        .add("adam_epsilon", adam_epsilon)
+        .add("num_minibatches", num_minibatches)
+        .add("update_epochs", update_epochs)
+        .add("gamma", gamma)
+        .add("gae_lambda", gae_lambda)
+        .add("normalize_advantages", normalize_advantages)
+        .add("clip_coef", clip_coef)
+        .add("clip_value_loss", clip_value_loss)
+        .add("ent_coef", ent_coef)
+        .add("vf_coef", vf_coef)
+        .add("max_grad_norm", max_grad_norm)
+        .add("target_kl", target_kl)
+        .add("hidden_sizes", hidden_sizes)
+        .add("hidden_activation", activation_name(hidden_activation))
+        .add("init_log_std", init_log_std)
+        .add("normalize_observations", normalize_observations)
+        .add("observation_clip", observation_clip)
+        .add("normalize_rewards", normalize_rewards)
+        .add("reward_clip", reward_clip)
+        .add("seed", seed)
+        .str();
   }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
@@ -123,6 +162,10 @@ struct ppo_config {
     RLK_EXPECTS(std::isfinite(init_log_std), std::invalid_argument, who, ": init_log_std must be finite");
     RLK_EXPECTS(observation_clip > 0 && reward_clip > 0, std::invalid_argument, who,
                 ": observation_clip and reward_clip must be > 0");
+    RLK_EXPECTS(checkpoint_every == 0 || !checkpoint_dir.empty(), std::invalid_argument, who,
+                ": checkpoint_every is ", checkpoint_every, " but checkpoint_dir is empty");
+    RLK_EXPECTS(checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1, got ",
+                checkpoint_keep);
   }
 };
 
@@ -155,48 +198,6 @@ struct ppo_loss {
   double clip_fraction = 0;  ///< fraction of clipped ratios
 };
 
-/// @brief Result of ppo::evaluate: the returns of the first episode of each evaluation env.
-struct ppo_evaluation {
-  std::vector<double> returns;  ///< one per episode
-  double mean = 0;              ///< mean return
-  double std = 0;               ///< population standard deviation
-  double min = 0;               ///< smallest return
-  double max = 0;               ///< largest return
-};
-
-/// @brief Mean return over the most recent completed episodes, at least `min_episodes` of them,
-/// counted in whole iterations (SB3's ep_rew_mean uses the last 100 episodes): feed it each
-/// iteration's episode count and return sum.
-class return_window {
- public:
-  /// @param min_episodes how many recent episodes the mean covers at least (100 in SB3)
-  explicit return_window(std::uint64_t min_episodes = 100) : min_(min_episodes ? min_episodes : 1) {}
-  /// Adds one iteration's completed episodes.
-  void add(std::uint64_t episodes, double return_sum) {
-    if (episodes == 0) return;
-    entries_.push_back({episodes, return_sum});
-    count_ += episodes;
-    sum_ += return_sum;
-    while (!entries_.empty() && count_ - entries_.front().first >= min_) {
-      count_ -= entries_.front().first;
-      sum_ -= entries_.front().second;
-      entries_.pop_front();
-    }
-  }
-  /// Episodes the mean covers (fewer than min_episodes only early in training).
-  std::uint64_t episodes() const noexcept { return count_; }
-  /// True once at least min_episodes episodes have completed.
-  bool full() const noexcept { return count_ >= min_; }
-  /// The mean return (NaN before the first episode).
-  double mean() const noexcept { return count_ ? sum_ / double(count_) : std::numeric_limits<double>::quiet_NaN(); }
-
- private:
-  std::uint64_t min_;
-  std::deque<std::pair<std::uint64_t, double>> entries_;
-  std::uint64_t count_ = 0;
-  double sum_ = 0;
-};
-
 namespace detail {
 
 template <class T>
@@ -223,19 +224,6 @@ struct axpy_kernel {  // y[k] += a * x[k]
   const T* x;
   T* y;
   RLK_HOST_DEVICE void operator()(std::size_t k) const { y[k] += a * x[k]; }
-};
-template <class T>
-struct argmax_kernel {
-  const T* logits;
-  std::int32_t* actions;
-  std::size_t num_actions;
-  RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    const T* row = logits + i * num_actions;
-    std::size_t best = 0;
-    for (std::size_t a = 1; a < num_actions; ++a)
-      if (row[a] > row[best]) best = a;
-    actions[i] = std::int32_t(best);
-  }
 };
 template <class T>
 struct copy_kernel {
@@ -266,6 +254,12 @@ struct scale_rewards_kernel {  // r = clip(r / sqrt(var + 1e-8), -c, c)
     rewards[i] = T(r);
   }
 };
+
+/// Purposes of derive_key in PPO: each random use has its own key, so none shares the Philox
+/// streams the envs draw from (rng(seed, env, block)).
+inline constexpr std::uint64_t ppo_key_actions = 1;
+inline constexpr std::uint64_t ppo_key_shuffle = 2;
+inline constexpr std::uint64_t ppo_key_evaluation = 3;
 
 template <class Env>
 constexpr int ppo_policy_outputs() {
@@ -336,6 +330,7 @@ class ppo {
     critic_.initialize(config_.seed * 2 + 12, layer_init{weight_init::orthogonal, s2, 0.0},
                        layer_init{weight_init::orthogonal, 1.0, 0.0});
     if (!discrete) log_std_.assign(std::vector<T>(std::size_t(action_width), T(config_.init_log_std)));
+    if (config_.checkpoint_every > 0) checkpoints_.emplace(config_.checkpoint_dir, "ppo", config_.checkpoint_keep);
   }
 
   /// The configuration.
@@ -358,10 +353,13 @@ class ppo {
   const running_mean_std<T, Backend>& observation_normalizer() const noexcept { return obs_rms_; }
 
   /// @brief One PPO iteration: a rollout of num_steps steps of every env with the current policy,
-  /// GAE, then update_epochs passes of minibatch updates of actor and critic.
+  /// GAE, then update_epochs passes of minibatch updates of actor and critic; then, every
+  /// config().checkpoint_every iterations, an automatic checkpoint (checkpoint_dir/ppo-<global
+  /// step>.rlkc, the newest checkpoint_keep kept; see docs/checkpoints.md).
   /// @throw std::logic_error if training is already done(); rlkernels::error if the gradients
   ///        become NaN or infinite (diverged training: the iteration stops before any parameter
-  ///        is changed by that minibatch)
+  ///        is changed by that minibatch), or if the automatic checkpoint cannot be written (the
+  ///        iteration itself is complete then)
   ppo_iteration_stats iterate() {
     using clock = std::chrono::steady_clock;
     RLK_EXPECTS(!done(), std::logic_error, "rlkernels::ppo::iterate: training is done (", global_step_,
@@ -391,7 +389,7 @@ class ppo {
     const std::size_t m = config_.minibatch_size();
     double clip_fraction_sum = 0;
     for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
-      rollout_.shuffle(config_.seed, shuffle_epoch_++);
+      rollout_.shuffle(detail::derive_key(config_.seed, detail::ppo_key_shuffle), shuffle_epoch_++);
       double epoch_kl = 0;
       for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
         rollout_.gather_minibatch(k, m, minibatch_);
@@ -409,8 +407,59 @@ class ppo {
     stats.global_step = global_step_;
     stats.rollout_seconds = std::chrono::duration<double>(t1 - t0).count();
     stats.update_seconds = std::chrono::duration<double>(t2 - t1).count();
+    if (checkpoints_ && iteration_ % config_.checkpoint_every == 0) {
+      checkpoint c;
+      bind_checkpoint(c);
+      checkpoints_->save(c, global_step_);
+    }
     return stats;
   }
+
+  /// @brief Binds everything a resumed run needs to continue bit-identically (on the same backend
+  /// kind): the constant "config" (config().hyperparameters()), the counters ("global_step",
+  /// "iteration", "action_draw", "shuffle_epoch"), both networks' parameters, the log-stds, the
+  /// three Adams, both normalisers, the running discounted returns of reward normalisation and
+  /// the envs. Not saved: the rollout (refilled by every iteration), gradients and scratch.
+  template <class C>
+  void bind_checkpoint(C& c) {
+    c.bind_constant("config", config_.hyperparameters());
+    c.bind_value("global_step", global_step_);
+    c.bind_value("iteration", iteration_);
+    c.bind_value("action_draw", action_draw_);
+    c.bind_value("shuffle_epoch", shuffle_epoch_);
+    c.bind("actor/parameters", backend_, actor_.parameters());
+    c.bind("critic/parameters", backend_, critic_.parameters());
+    c.bind("log_std", backend_, log_std_.view());
+    actor_opt_.bind_checkpoint(c, "actor_optimizer/");
+    critic_opt_.bind_checkpoint(c, "critic_optimizer/");
+    log_std_opt_.bind_checkpoint(c, "log_std_optimizer/");
+    obs_rms_.bind_checkpoint(c, "observation_normalizer/");
+    return_rms_.bind_checkpoint(c, "return_normalizer/");
+    c.bind("discounted_returns", backend_, discounted_returns_.view());
+    env_.bind_checkpoint(c, "env/");
+  }
+
+  /// @brief Writes the training state to `path` atomically (see checkpoint::save).
+  /// @throw rlkernels::error on an I/O failure
+  void save_checkpoint(const std::string& path) {
+    checkpoint c;
+    bind_checkpoint(c);
+    c.save(path);
+  }
+
+  /// @brief Restores the training state saved by save_checkpoint() (or automatically) into this
+  /// agent, which must have been built with the same config (checkpoint fields aside), env
+  /// parameters and backend kind; training then continues as if never interrupted.
+  /// @throw checkpoint_error if the file is refused (another config, corrupt, ...); nothing
+  ///        changes then
+  void load_checkpoint(const std::string& path) {
+    checkpoint c;
+    bind_checkpoint(c);
+    c.load(path);
+  }
+
+  /// The automatic checkpoints (config().checkpoint_dir, prefix "ppo"), if checkpoint_every > 0.
+  const std::optional<checkpoint_directory>& checkpoints() const noexcept { return checkpoints_; }
 
   /// @brief Writes the policy's actions for observations [B, observation_size] (raw; they are
   /// normalised here when the config says so): the mode (argmax / mean) when `deterministic`,
@@ -453,52 +502,17 @@ class ppo {
   /// @param max_steps safety bound on steps (envs without a time limit)
   /// @throw std::invalid_argument if episodes is 0; rlkernels::error if some episode did not end
   ///        within max_steps
-  ppo_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
-                          std::size_t max_steps = 1000000) {
-    constexpr const char* who = "rlkernels::ppo::evaluate";
-    RLK_EXPECTS(episodes >= 1, std::invalid_argument, who, ": episodes must be >= 1");
-    ppo_evaluation result;
-    result.returns.assign(episodes, 0.0);
-    std::vector<char> finished(episodes, 0);
-    std::size_t remaining = episodes;
+  policy_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
+                             std::size_t max_steps = 1000000) {
     const std::size_t rows = std::max(config_.num_envs, config_.minibatch_size());
     const std::size_t chunk = config_.normalize_observations ? config_.num_envs : rows;
-    vec_env<Env, Backend> env(backend_, episodes, seed, env_params_);
-    buffer<action_type, Backend> actions(backend_, episodes * std::size_t(action_width));
-    std::vector<double> running(episodes, 0.0);
-    for (std::size_t step = 0; remaining > 0; ++step) {
-      RLK_EXPECTS(step < max_steps, error, who, ": ", remaining, " of ", episodes,
-                  " evaluation episodes did not end within ", max_steps, " steps");
-      for (std::size_t first = 0; first < episodes; first += chunk) {
-        const std::size_t n = std::min(chunk, episodes - first);
-        act(env.observations().cview().subview(first * std::size_t(observation_size), n * std::size_t(observation_size)),
-            actions.view().subview(first * std::size_t(action_width), n * std::size_t(action_width)), deterministic,
-            seed, step);
-      }
-      env.step(actions.cview());
-      const std::vector<T> r = env.rewards().to_host();
-      const std::vector<std::uint8_t> te = env.terminated().to_host(), tr = env.truncated().to_host();
-      for (std::size_t i = 0; i < episodes; ++i) {
-        if (finished[i]) continue;
-        running[i] += double(r[i]);
-        if (te[i] || tr[i]) {
-          finished[i] = 1;
-          result.returns[i] = running[i];
-          --remaining;
-        }
-      }
-    }
-    double sum = 0, sq = 0;
-    result.min = result.max = result.returns[0];
-    for (double x : result.returns) {
-      sum += x;
-      result.min = std::min(result.min, x);
-      result.max = std::max(result.max, x);
-    }
-    result.mean = sum / double(episodes);
-    for (double x : result.returns) sq += (x - result.mean) * (x - result.mean);
-    result.std = std::sqrt(sq / double(episodes));
-    return result;
+    return detail::evaluate_policy<Env>(
+        backend_, env_params_, episodes, seed, chunk, max_steps, "rlkernels::ppo::evaluate",
+        [&](view<const T> obs, view<action_type> actions, std::size_t first, std::size_t step) {
+          // Stochastic draws: a key of their own (not the eval envs' streams), one per chunk of envs.
+          act(obs, actions, deterministic, detail::derive_key(detail::derive_key(seed, detail::ppo_key_evaluation), first),
+              step);
+        });
   }
 
   /// @brief PPO's loss on a minibatch and its gradients, without an optimiser step:
@@ -630,10 +644,10 @@ class ppo {
       const std::uint64_t draw = action_draw_++;
       if constexpr (discrete) {
         const categorical_view<T> dist{std::size_t(policy_outputs), out, {}};
-        categorical_sample(backend_, dist, config_.seed, draw, actions);
+        categorical_sample(backend_, dist, action_key(), draw, actions);
         categorical_log_prob(backend_, dist, view<const std::int32_t>(actions), rollout_.log_probs_at(t));
       } else {
-        sample_gaussian(out, n, config_.seed, draw, actions);
+        sample_gaussian(out, n, action_key(), draw, actions);
         const gaussian_view<T> dist{std::size_t(action_width), out, log_std_rows_.cview().subview(0, n * std::size_t(action_width))};
         gaussian_log_prob(backend_, dist, view<const T>(actions), rollout_.log_probs_at(t));
       }
@@ -652,6 +666,9 @@ class ppo {
     const view<const T> obs = network_input(env_.observations().cview(), false);
     copy(backend_, critic_.forward(obs, critic_ws_), rollout_.last_values_view());
   }
+
+  /// Key of the policy's action draws during training (not the envs' own streams).
+  std::uint64_t action_key() const noexcept { return detail::derive_key(config_.seed, detail::ppo_key_actions); }
 
   bool any_truncated() const {
     if constexpr (is_host_backend_v<Backend>) {
@@ -707,6 +724,7 @@ class ppo {
       grad_values_;
   buffer<double, Backend> discounted_returns_;
   std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
+  std::optional<checkpoint_directory> checkpoints_;
 };
 
 }  // namespace rlkernels

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #if RLK_HAS_CUDA
@@ -328,6 +329,23 @@ public:
   std::size_t capacity() const noexcept { return storage_.capacity(); }
   /// The backend the buffer lives on.
   const Backend& backend() const noexcept { return storage_.backend(); }
+
+  /// @brief Binds the buffer to a checkpoint (rlkernels::checkpoint or anything with its bind /
+  /// bind_value / bind_constant): the ring under `prefix` + "storage/" (replay_buffer's names),
+  /// the tree under `prefix` + "tree/", and the values `prefix` + "max_priority" (checked finite
+  /// and > 0) and "beta" (set_beta() changes it; checked in [0, 1]). alpha and epsilon come from
+  /// the constructor.
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    storage_.bind_checkpoint(c, prefix + "storage/");
+    tree_.bind_checkpoint(c, prefix + "tree/");
+    c.bind_value(prefix + "max_priority", max_priority_, [](const double& p) {
+      return p > 0.0 && p <= DBL_MAX ? std::string() : "max priority " + std::to_string(p) + " is not finite and > 0";
+    });
+    c.bind_value(prefix + "beta", params_.beta, [](const double& b) {
+      return b >= 0.0 && b <= 1.0 ? std::string() : "beta " + std::to_string(b) + " is not in [0, 1]";
+    });
+  }
 
 private:
   static prioritized_replay_params checked(const Backend& backend, std::size_t capacity_steps, std::size_t num_envs,

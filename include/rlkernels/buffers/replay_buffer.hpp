@@ -468,6 +468,30 @@ public:
     for_each_index(backend_, batch.size(), detail::fill_value_kernel<Scalar>{batch.weights.data(), Scalar(1)});
   }
 
+  /// @brief Binds the ring to a checkpoint (rlkernels::checkpoint or anything with its bind /
+  /// bind_value / bind_constant): `prefix` + "head_row" (checked < capacity_steps on load),
+  /// "rows_added" and the arrays "observations", "actions", "rewards", "next_observations",
+  /// "terminated" and "truncated"; the constant `prefix` + "layout" (capacity_steps, num_envs,
+  /// observation_size, action_width) must match.
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind_constant(prefix + "layout", "capacity_steps=" + std::to_string(capacity_steps_) + "\nnum_envs=" +
+                                           std::to_string(num_envs_) + "\nobservation_size=" +
+                                           std::to_string(observation_size_) + "\naction_width=" +
+                                           std::to_string(action_width_) + "\n");
+    const std::size_t rows = capacity_steps_;
+    c.bind_value(prefix + "head_row", head_row_, [rows](const std::size_t& row) {
+      return row < rows ? std::string() : "head row " + std::to_string(row) + " >= capacity_steps " + std::to_string(rows);
+    });
+    c.bind_value(prefix + "rows_added", rows_added_);
+    c.bind(prefix + "observations", backend_, observations_.view());
+    c.bind(prefix + "actions", backend_, actions_.view());
+    c.bind(prefix + "rewards", backend_, rewards_.view());
+    c.bind(prefix + "next_observations", backend_, next_observations_.view());
+    c.bind(prefix + "terminated", backend_, terminated_.view());
+    c.bind(prefix + "truncated", backend_, truncated_.view());
+  }
+
 private:
   static Backend checked(Backend backend, std::size_t capacity_steps, std::size_t num_envs, int observation_size,
                          int action_width) {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #if RLK_HAS_CUDA
@@ -308,6 +309,15 @@ public:
                 "rlkernels::sum_tree::find_prefix_sum_unchecked", "targets");
     for_each_index(backend_, targets.size(),
                    detail::sum_tree_find_kernel{nodes_.data(), leaf_count_, targets.data(), out.data()});
+  }
+
+  /// @brief Binds the tree to a checkpoint (rlkernels::checkpoint or anything with its bind /
+  /// bind_constant): `prefix` + "nodes" (all 2 L nodes, float64); the constant `prefix` +
+  /// "capacity" must match. Node values are restored as saved, not re-validated.
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind_constant(prefix + "capacity", std::to_string(capacity_));
+    c.bind(prefix + "nodes", backend_, nodes_.view());
   }
 
 private:

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -472,6 +473,33 @@ public:
   /// Forgets the completed episodes (the episodes in progress carry on).
   void clear_episode_statistics() {
     for_each_index(backend_, completed_.size(), detail::fill_accumulators{completed_.data()});
+  }
+
+  /// @brief Binds the whole mutable state to a checkpoint (rlkernels::checkpoint, or anything with
+  /// its bind / bind_value / bind_constant), under names `prefix` + "states", "rng_blocks",
+  /// "elapsed", "episode_returns", "completed_episodes", "observations", "final_observations",
+  /// "rewards", "terminated", "truncated" and "seed" (a value: reset(seed) changes it). The
+  /// constant `prefix` + "layout" (num_envs, first_env_index, observation_size, state bytes)
+  /// must match. Params are not saved: construct the env with the same ones. The episode
+  /// accumulators are one per 64 envs on the host and one per env on CUDA, so a checkpoint
+  /// resumes on the backend kind that wrote it.
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind_constant(prefix + "layout", "num_envs=" + std::to_string(num_envs_) + "\nfirst_env_index=" +
+                                           std::to_string(first_env_index_) + "\nobservation_size=" +
+                                           std::to_string(observation_size) + "\nstate_bytes=" +
+                                           std::to_string(sizeof(state_type)) + "\n");
+    c.bind_value(prefix + "seed", seed_);
+    c.bind(prefix + "states", backend_, states_.view());
+    c.bind(prefix + "rng_blocks", backend_, rng_blocks_.view());
+    c.bind(prefix + "elapsed", backend_, elapsed_.view());
+    c.bind(prefix + "episode_returns", backend_, episode_returns_.view());
+    c.bind(prefix + "completed_episodes", backend_, completed_.view());
+    c.bind(prefix + "observations", backend_, observations_.view());
+    c.bind(prefix + "final_observations", backend_, final_observations_.view());
+    c.bind(prefix + "rewards", backend_, rewards_.view());
+    c.bind(prefix + "terminated", backend_, terminated_.view());
+    c.bind(prefix + "truncated", backend_, truncated_.view());
   }
 
 private:

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -309,6 +310,18 @@ public:
     mean_.assign(s.mean);
     var_.assign(s.var);
     count_ = s.count;
+  }
+
+  /// @brief Binds the statistics to a checkpoint (rlkernels::checkpoint or anything with its bind /
+  /// bind_value): `prefix` + "mean" and "var" ([dim] float64) and "count" (checked finite and
+  /// >= 0 on load).
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind(prefix + "mean", backend_, mean_.view());
+    c.bind(prefix + "var", backend_, var_.view());
+    c.bind_value(prefix + "count", count_, [](const double& n) {
+      return std::isfinite(n) && n >= 0.0 ? std::string() : "count " + std::to_string(n) + " is not finite and >= 0";
+    });
   }
 
 private:

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -99,6 +100,11 @@ inline void check_learning_rate(double lr, const char* who) {
               lr);
 }
 
+/// For checkpoints: "" for a usable learning rate, else the reason.
+inline std::string learning_rate_check(const double& lr) {
+  return std::isfinite(lr) && lr >= 0.0 ? std::string() : "learning rate " + std::to_string(lr) + " is not finite and >= 0";
+}
+
 template <class T>
 void check_step_views(std::size_t n, view<T> params, view<const T> grads, const char* who) {
   check_view_size(params.size(), params.data(), n, who, "params");
@@ -171,6 +177,18 @@ class adam {
     steps_ = 0;
   }
 
+  /// @brief Binds the optimiser's state to a checkpoint (rlkernels::checkpoint or anything with
+  /// its bind / bind_value): `prefix` + "steps", "learning_rate" (schedules change it; checked
+  /// finite and >= 0 on load), "first_moments" and "second_moments". The other hyperparameters
+  /// come from the constructor.
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind_value(prefix + "steps", steps_);
+    c.bind_value(prefix + "learning_rate", params_.learning_rate, detail::learning_rate_check);
+    c.bind(prefix + "first_moments", backend_, m_.view());
+    c.bind(prefix + "second_moments", backend_, v_.view());
+  }
+
  private:
   static adam_params checked(const adam_params& p) {
     constexpr const char* who = "rlkernels::adam";
@@ -219,6 +237,15 @@ class sgd {
   }
   /// Steps taken.
   std::uint64_t steps() const noexcept { return steps_; }
+
+  /// @brief Binds the optimiser's state to a checkpoint: `prefix` + "steps", "learning_rate" and
+  /// "momentum" (the momentum buffer; 0 elements without momentum).
+  template <class Checkpoint>
+  void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    c.bind_value(prefix + "steps", steps_);
+    c.bind_value(prefix + "learning_rate", params_.learning_rate, detail::learning_rate_check);
+    c.bind(prefix + "momentum", backend_, buf_.view());
+  }
 
  private:
   static sgd_params checked(const sgd_params& p) {
