@@ -17,6 +17,9 @@ function(rlk_add_variants name)
     target_compile_definitions(${name}_${backend} PRIVATE RLK_BACKEND_${upper} ${ARG_DEFINITIONS})
     target_link_libraries(${name}_${backend} PRIVATE rlkernels::rlkernels ${ARG_LIBRARIES})
     target_compile_options(${name}_${backend} PRIVATE ${ARG_OPTIONS})
+    if(RLK_USE_BLAS)
+      target_link_libraries(${name}_${backend} PRIVATE rlk_blas)
+    endif()
     list(APPEND targets ${name}_${backend})
   endforeach()
   if(ARG_CUDA AND RLK_HAVE_CUDA)
@@ -40,4 +43,17 @@ function(rlk_add_variants name)
     add_dependencies(rlk_cuda_variants ${name}_cuda)
   endif()
   set(${name}_TARGETS ${targets} PARENT_SCOPE)
+endfunction()
+
+# rlk_speed_options(<target>): the build's speed options for a host executable that is measured
+# (training examples and benchmarks): -march=native -fno-math-errno with RLK_NATIVE_ARCH, Eigen on
+# BLAS with RLK_USE_BLAS. Never -ffast-math: the tanh-Gaussian's stable log-probabilities and the
+# NaN checks need IEEE semantics (with -Ofast, SAC on Pendulum-v1 stops learning).
+function(rlk_speed_options target)
+  if(RLK_NATIVE_ARCH)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native -fno-math-errno>)
+  endif()
+  if(RLK_USE_BLAS)
+    target_link_libraries(${target} PRIVATE rlk_blas)
+  endif()
 endfunction()

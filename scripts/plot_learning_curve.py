@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Plots a learning curve CSV written by rlkernels' training examples (train_ppo) as a PNG.
+"""Plots a learning curve CSV written by rlkernels' training examples (train_ppo, train_dqn,
+train_sac, train_td3; examples/training_ui.hpp) as a PNG.
 
 usage: plot_learning_curve.py CURVE.csv OUT.png [TITLE]
 
-The CSV needs the columns global_step and mean_return_100 (elapsed_s, if present, labels the top
-axis with wall-clock seconds). Exits with status 3 when matplotlib is missing, so callers can try
-another interpreter.
+The CSV needs the columns global_step and mean_return_100 (rows where it is nan, before the first
+episode, are skipped); other columns (each algorithm's losses) are ignored. elapsed_s, if present,
+puts the wall-clock seconds in the title. Exits with status 3 when matplotlib is missing, so callers
+can try another interpreter.
 """
 import csv
 import math

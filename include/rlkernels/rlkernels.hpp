@@ -2,11 +2,17 @@
 // Everything in one include: backends, memory, random numbers, the env concept, vec_env, the
 // bundled environments with their registry of Gymnasium ids, return estimators, normalisers,
 // rollout / replay / prioritized replay buffers, loss kernels with gradients, small networks (MLP,
-// initialisation, Adam/SGD) and the PPO trainer.
+// initialisation, Adam/SGD), checkpoints, and the PPO, DQN, SAC and TD3 trainers.
 #pragma once
 
+#include "algorithms/actor_critic.hpp"
+#include "algorithms/checkpointing.hpp"
+#include "algorithms/common.hpp"
+#include "algorithms/dqn.hpp"
 #include "algorithms/ppo.hpp"
 #include "algorithms/ppo_presets.hpp"
+#include "algorithms/sac.hpp"
+#include "algorithms/td3.hpp"
 #include "buffers/prioritized_replay.hpp"
 #include "buffers/replay_buffer.hpp"
 #include "buffers/rollout_buffer.hpp"
@@ -37,6 +43,7 @@
 #include "estimators/normalization.hpp"
 #include "estimators/returns.hpp"
 #include "estimators/vtrace.hpp"
+#include "io/checkpoint.hpp"
 #include "losses/distributions.hpp"
 #include "losses/dqn.hpp"
 #include "losses/polyak.hpp"

@@ -1,0 +1,140 @@
+// Trains a DQN agent (rlkernels/algorithms/dqn.hpp) on a discrete-action environment chosen by its
+// Gymnasium id, entirely in C++ on the chosen backend, then evaluates the greedy policy over 100
+// episodes.
+//
+//   train_dqn [--env ID] [--backend serial|openmp|cuda] [--seed S] [--total-steps N] [options]
+//
+// While training it shows one updating progress line (plain lines when stdout is not a terminal).
+// At the end it writes the learning curve as CSV (a row every 1000 env steps) and, when python3
+// with matplotlib is present, a PNG plot of it (scripts/plot_learning_curve.py), and says where.
+// --help lists every option; the hyperparameters start from the env's preset (rlkernels::dqn_preset;
+// CleanRL's dqn.py defaults for envs without one) that options override. The user interface is
+// shared with the other training examples (training_ui.hpp).
+#include <rlkernels/rlkernels.hpp>
+#include <rlkernels/algorithms/dqn.hpp>
+
+#include "training_ui.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using rlk_example::field;
+using config = rlkernels::dqn_config;
+
+const rlk_example::program program{"train_dqn", "DQN", "dqn", "CartPole-v1", 1000};
+
+std::vector<rlk_example::option<config>> hyperparameters() {
+  return {
+      field("--total-steps", &config::total_timesteps),
+      field("--num-envs", &config::num_envs),
+      field("--buffer-size", &config::buffer_size),
+      field("--lr", &config::learning_rate),
+      field("--adam-eps", &config::adam_epsilon),
+      field("--batch-size", &config::batch_size),
+      field("--learning-starts", &config::learning_starts),
+      field("--train-freq", &config::train_frequency),
+      field("--gradient-steps", &config::gradient_steps),
+      field("--gamma", &config::gamma),
+      field("--tau", &config::tau),
+      field("--target-freq", &config::target_network_frequency),
+      field("--start-e", &config::start_e),
+      field("--end-e", &config::end_e),
+      field("--exploration-fraction", &config::exploration_fraction),
+      field("--double-q", &config::double_q),
+      field("--n-step", &config::n_step),
+      {"--loss", "mse|huber",
+       [](config& c, const std::string& v) {
+         if (v == "mse") c.loss = rlkernels::td_loss_kind::mse;
+         else if (v == "huber") c.loss = rlkernels::td_loss_kind::huber;
+         else throw std::invalid_argument("--loss takes mse or huber, got '" + v + "'");
+       },
+       ""},
+      field("--huber-delta", &config::huber_delta),
+      field("--max-grad-norm", &config::max_grad_norm),
+      field("--prioritized", &config::prioritized),
+      field("--per-alpha", &config::per_alpha),
+      field("--per-beta0", &config::per_beta0),
+      field("--per-eps", &config::per_epsilon),
+      field("--hidden", &config::hidden_sizes),
+      rlk_example::activation_option<config>(),
+  };
+}
+
+/// The preset of the env; CleanRL's dqn.py defaults for ids without one.
+config preset(const std::string& id) {
+  try {
+    return rlkernels::dqn_preset(id);
+  } catch (const std::invalid_argument&) {
+    return config{};
+  }
+}
+
+/// The envs this example trains: the discrete-action classic-control ones (MLP Q-networks on
+/// low-dimensional observations); the grid envs of the registry are left out to keep its compile
+/// time down.
+template <class Env>
+struct trains : std::false_type {};
+template <class S>
+struct trains<rlkernels::cartpole<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::mountain_car<S>> : std::true_type {};
+template <class S>
+struct trains<rlkernels::acrobot<S>> : std::true_type {};
+
+template <class Env, class Backend>
+int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
+  using namespace rlkernels;
+  const dqn_config& c = cl.config;
+  const std::string id(entry.info.id);
+  const std::string n_step = c.n_step > 1 ? ", " + std::to_string(c.n_step) + "-step" : "";
+  std::printf("DQN on %s (%s backend), seed %llu: %zu envs, buffer %zu, lr %g, batch %zu, learning starts %llu, "
+              "train every %llu steps x %zu gradient steps, target %s every %llu steps, epsilon %g -> %g over %g, "
+              "gamma %g, %s loss%s%s%s, hidden %s, %llu steps\n",
+              id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.buffer_size,
+              c.learning_rate, c.batch_size, (unsigned long long)c.learning_starts,
+              (unsigned long long)c.train_frequency, c.gradient_steps, c.tau == 1.0 ? "copy" : "polyak",
+              (unsigned long long)c.target_network_frequency, c.start_e, c.end_e, c.exploration_fraction, c.gamma,
+              c.loss == td_loss_kind::mse ? "mse" : "huber", c.double_q ? ", double Q" : "",
+              n_step.c_str(),
+              c.prioritized ? ", prioritized replay" : "", rlk_example::int_list_string(c.hidden_sizes).c_str(),
+              (unsigned long long)c.total_timesteps);
+  std::fflush(stdout);
+
+  dqn<Env, Backend> agent(backend, c, entry.params);
+  auto columns = [](const dqn_iteration_stats& s) -> std::vector<rlk_example::stat> {
+    using rlk_example::real;
+    return {real("q_loss", s.q_loss),   real("q_mean", s.q_mean), real("mean_abs_td_error", s.mean_abs_td_error),
+            real("epsilon", s.epsilon), real("beta", s.beta),     real("learning_rate", s.learning_rate)};
+  };
+  auto progress = [](const dqn_iteration_stats& s) -> std::vector<rlk_example::stat> {
+    using rlk_example::real;
+    return {real("eps", s.epsilon), real("loss", s.q_loss), real("q", s.q_mean)};
+  };
+  // The shown stats: the last update's losses with the latest iteration's exploration rate.
+  auto merge = [](dqn_iteration_stats& shown, const dqn_iteration_stats& s) {
+    if (s.gradient_steps > 0) shown = s;
+    shown.epsilon = s.epsilon;
+  };
+  return rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return rlk_example::guarded_main([&] {
+    const rlk_example::command_line<config> cl =
+        rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
+    return rlk_example::with_env<trains>(
+        cl.run.env,
+        "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +
+            cl.run.env + " is not one of them",
+        [&](auto entry) {
+          return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });
+        });
+  });
+}

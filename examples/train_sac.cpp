@@ -1,0 +1,112 @@
+// Trains a SAC agent (rlkernels/algorithms/sac.hpp) on a continuous-action environment chosen by
+// its Gymnasium id (Pendulum-v1, MountainCarContinuous-v0), entirely in C++ on the chosen backend,
+// then evaluates the deterministic policy (the squashed mean action) over 100 episodes.
+//
+//   train_sac [--env ID] [--backend serial|openmp|cuda] [--seed S] [--total-steps N] [options]
+//
+// The same progress line, CSV + PNG learning curve, checkpoints and final evaluation as train_ppo
+// (training_ui.hpp); the CSV has a row every 1000 env steps. --help lists every option; the
+// hyperparameters start from the env's preset (rlkernels::sac_preset: sac_config's defaults,
+// CleanRL's, for an env without one) that options override.
+#include <rlkernels/algorithms/sac.hpp>
+#include <rlkernels/rlkernels.hpp>
+
+#include "training_ui.hpp"
+
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using rlk_example::field;
+using config = rlkernels::sac_config;
+
+const rlk_example::program program{"train_sac", "SAC", "sac", "Pendulum-v1", 1000};
+
+std::vector<rlk_example::option<config>> hyperparameters() {
+  return {
+      field("--total-steps", &config::total_timesteps),
+      field("--num-envs", &config::num_envs),
+      field("--buffer-size", &config::buffer_size),
+      field("--batch-size", &config::batch_size),
+      field("--learning-starts", &config::learning_starts),
+      field("--gradient-steps", &config::gradient_steps),
+      field("--gamma", &config::gamma),
+      field("--tau", &config::tau),
+      field("--policy-lr", &config::policy_lr),
+      field("--q-lr", &config::q_lr),
+      field("--alpha-lr", &config::alpha_lr),
+      field("--policy-frequency", &config::policy_frequency),
+      field("--target-network-frequency", &config::target_network_frequency),
+      field("--alpha", &config::alpha),
+      field("--autotune", &config::autotune),
+      field("--target-entropy", &config::target_entropy),
+      field("--hidden", &config::hidden_sizes, "256,256"),
+      rlk_example::activation_option<config>(),
+  };
+}
+
+template <class Env>
+struct continuous : std::bool_constant<Env::action_space == rlkernels::action_kind::continuous> {};
+
+/// The CSV columns: the last critic step's values, and the last actor step's (the actor learns
+/// on every policy_frequency-th critic step only).
+std::vector<rlk_example::stat> columns(const rlkernels::sac_iteration_stats& s) {
+  using rlk_example::real;
+  return {real("critic_loss", s.critic_loss), real("actor_loss", s.actor_loss), real("entropy", s.entropy),
+          real("alpha", s.alpha), real("alpha_loss", s.alpha_loss)};
+}
+
+std::vector<rlk_example::stat> progress(const rlkernels::sac_iteration_stats& s) {
+  if (s.gradient_steps == 0) return {};  // still collecting random transitions
+  using rlk_example::real;
+  return {real("critic", s.critic_loss), real("actor", s.actor_loss), real("alpha", s.alpha)};
+}
+
+/// Keeps the actor's values of the last iteration that stepped the actor.
+void merge(rlkernels::sac_iteration_stats& shown, const rlkernels::sac_iteration_stats& s) {
+  if (s.gradient_steps == 0) return;
+  const rlkernels::sac_iteration_stats before = shown;
+  shown = s;
+  if (s.actor_loss == 0 && s.entropy == 0) {
+    shown.actor_loss = before.actor_loss;
+    shown.entropy = before.entropy;
+    shown.alpha_loss = before.alpha_loss;
+  }
+}
+
+template <class Env, class Backend>
+int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
+  using namespace rlkernels;
+  const sac_config& c = cl.config;
+  const std::string id(entry.info.id);
+  std::printf("SAC on %s (%s backend), seed %llu: %zu envs, buffer %zu, batch %zu x %zu per step from step %llu, "
+              "gamma %g, tau %g, lr %g (policy) %g (q), policy every %llu, target every %llu, alpha %g%s, "
+              "hidden %s, %llu steps\n",
+              id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.buffer_size, c.batch_size,
+              c.gradient_steps, (unsigned long long)c.learning_starts, c.gamma, c.tau, c.policy_lr, c.q_lr,
+              (unsigned long long)c.policy_frequency, (unsigned long long)c.target_network_frequency, c.alpha,
+              c.autotune ? " (autotuned)" : "", rlk_example::int_list_string(c.hidden_sizes).c_str(),
+              (unsigned long long)c.total_timesteps);
+  std::fflush(stdout);
+  sac<Env, Backend> agent(backend, c, entry.params);
+  return rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return rlk_example::guarded_main([&] {
+    const rlk_example::command_line<config> cl =
+        rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::sac_preset);
+    return rlk_example::with_env<continuous>(
+        cl.run.env,
+        "train_sac trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0); " + cl.run.env +
+            " is not one of them",
+        [&](auto entry) {
+          return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });
+        });
+  });
+}

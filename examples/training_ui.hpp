@@ -1,0 +1,615 @@
+// examples/training_ui.hpp
+// What the training examples (train_ppo, train_dqn, train_sac, train_td3) share and that has nothing to
+// do with the algorithm: the command line (common options, a table of hyperparameter options that
+// parses and prints --help), the backend and env dispatch, and the training loop's user interface
+// (one updating progress line, the CSV learning curve and its PNG, checkpoints and resuming, the
+// final deterministic evaluation). Not part of the library: an example's helper, included by path.
+#pragma once
+
+#include <rlkernels/algorithms/common.hpp>
+#include <rlkernels/core/backend.hpp>
+#include <rlkernels/envs/registry.hpp>
+#include <rlkernels/io/checkpoint.hpp>
+#include <rlkernels/nn/mlp.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
+#ifndef RLK_PLOT_SCRIPT
+#define RLK_PLOT_SCRIPT "scripts/plot_learning_curve.py"
+#endif
+
+namespace rlk_example {
+
+// ---------------------------------------------------------------------------------------------
+// Values on the command line
+// ---------------------------------------------------------------------------------------------
+
+/// true/false, 1/0 or on/off.
+inline bool parse_bool(const std::string& flag, const std::string& v) {
+  if (v == "1" || v == "true" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "off") return false;
+  throw std::invalid_argument(flag + " takes true or false, got '" + v + "'");
+}
+
+/// A non-negative integer, the whole string (std::stoull alone takes "-1" and "12abc").
+inline std::uint64_t parse_count(const std::string& flag, const std::string& v) {
+  std::size_t used = 0;
+  unsigned long long x = 0;
+  try {
+    if (!v.empty() && v[0] != '-' && v[0] != '+') x = std::stoull(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size()) throw std::invalid_argument(flag + " takes a non-negative integer, got '" + v + "'");
+  return x;
+}
+
+/// A number, the whole string.
+inline double parse_real(const std::string& flag, const std::string& v) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size()) throw std::invalid_argument(flag + " takes a number, got '" + v + "'");
+  return x;
+}
+
+/// Comma-separated non-negative integers, e.g. "64,64" (layer widths).
+inline std::vector<int> parse_int_list(const std::string& flag, const std::string& v) {
+  std::vector<int> out;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t comma = v.find(',', pos);
+    const std::uint64_t x = parse_count(flag, v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (x > std::uint64_t(std::numeric_limits<int>::max())) throw std::invalid_argument(flag + ": " + v + " is too large");
+    out.push_back(int(x));
+    if (comma == std::string::npos) return out;
+    pos = comma + 1;
+  }
+}
+
+/// "64,64".
+inline std::string int_list_string(const std::vector<int>& h) {
+  std::string s;
+  for (std::size_t i = 0; i < h.size(); ++i) s += (i ? "," : "") + std::to_string(h[i]);
+  return s;
+}
+
+/// @brief One hyperparameter option: `--flag VALUE` sets part of a Config. `help` empty: the option
+/// is listed compactly ("--lr X") under the hyperparameters in --help; otherwise on a line of its own.
+template <class Config>
+struct option {
+  std::string flag;                                            ///< "--lr"
+  std::string metavar;                                         ///< "X" in the help
+  std::function<void(Config&, const std::string& value)> set;  ///< parses value into the config
+  std::string help;                                            ///< one line, or empty
+};
+
+/// An option that sets the field `member`, parsed by its type: bool (true/false), an integer
+/// (non-negative), a floating-point number, std::vector<int> ("64,64") or std::string.
+template <class Config, class Field>
+option<Config> field(std::string flag, Field Config::*member, std::string metavar = "", std::string help = "") {
+  if (metavar.empty()) {
+    if constexpr (std::is_same_v<Field, bool>) metavar = "B";
+    else if constexpr (std::is_integral_v<Field>) metavar = "N";
+    else if constexpr (std::is_floating_point_v<Field>) metavar = "X";
+    else if constexpr (std::is_same_v<Field, std::vector<int>>) metavar = "64,64";
+    else metavar = "S";
+  }
+  auto set = [flag, member](Config& c, const std::string& v) {
+    Field& f = c.*member;
+    if constexpr (std::is_same_v<Field, bool>) {
+      f = parse_bool(flag, v);
+    } else if constexpr (std::is_integral_v<Field>) {
+      const std::uint64_t x = parse_count(flag, v);
+      if (x > std::uint64_t(std::numeric_limits<Field>::max())) throw std::invalid_argument(flag + ": " + v + " is too large");
+      f = Field(x);
+    } else if constexpr (std::is_floating_point_v<Field>) {
+      f = Field(parse_real(flag, v));
+    } else if constexpr (std::is_same_v<Field, std::vector<int>>) {
+      f = parse_int_list(flag, v);
+    } else {
+      static_assert(std::is_same_v<Field, std::string>, "field(): bool, integer, floating point, vector<int> or string");
+      f = v;
+    }
+  };
+  return {std::move(flag), std::move(metavar), std::move(set), std::move(help)};
+}
+
+/// `--activation tanh|relu`: the config's hidden_activation.
+template <class Config>
+option<Config> activation_option() {
+  return {"--activation", "tanh|relu",
+          [](Config& c, const std::string& v) {
+            if (v == "tanh") c.hidden_activation = rlkernels::activation::tanh;
+            else if (v == "relu") c.hidden_activation = rlkernels::activation::relu;
+            else throw std::invalid_argument("--activation takes tanh or relu, got '" + v + "'");
+          },
+          ""};
+}
+
+/// Trainer configs with the checkpoint fields of the trainer convention (checkpoint_dir,
+/// checkpoint_every, checkpoint_keep).
+template <class Config, class = void>
+struct has_checkpoint_fields : std::false_type {};
+template <class Config>
+struct has_checkpoint_fields<Config, std::void_t<decltype(std::declval<Config&>().checkpoint_dir = std::string()),
+                                                 decltype(std::declval<Config&>().checkpoint_every = 1),
+                                                 decltype(std::declval<Config&>().checkpoint_keep = 1)>>
+    : std::true_type {};
+/// Off-policy configs: whether checkpoints include the replay buffer.
+template <class Config, class = void>
+struct has_checkpoint_buffers : std::false_type {};
+template <class Config>
+struct has_checkpoint_buffers<Config, std::void_t<decltype(std::declval<Config&>().checkpoint_buffers = true)>>
+    : std::true_type {};
+/// Trainers with load_checkpoint(path) and bind_checkpoint(checkpoint&).
+template <class Trainer, class = void>
+struct has_checkpoints : std::false_type {};
+template <class Trainer>
+struct has_checkpoints<Trainer, std::void_t<decltype(std::declval<Trainer&>().load_checkpoint(std::string())),
+                                            decltype(std::declval<Trainer&>().bind_checkpoint(
+                                                std::declval<rlkernels::checkpoint&>()))>> : std::true_type {};
+
+/// The checkpoint options of a config that has the checkpoint fields (none otherwise).
+template <class Config>
+std::vector<option<Config>> checkpoint_options() {
+  std::vector<option<Config>> out;
+  if constexpr (has_checkpoint_fields<Config>::value) {
+    out.push_back(field("--checkpoint-dir", &Config::checkpoint_dir, "DIR",
+                        "save a checkpoint into DIR at the end (and every --checkpoint-every iterations)"));
+    out.push_back(field("--checkpoint-every", &Config::checkpoint_every, "N",
+                        "iterations between checkpoints (default 0: none)"));
+    out.push_back(field("--checkpoint-keep", &Config::checkpoint_keep, "K", "newest checkpoints kept (default 3)"));
+  }
+  if constexpr (has_checkpoint_buffers<Config>::value) {
+    out.push_back(field("--checkpoint-buffers", &Config::checkpoint_buffers, "B",
+                        "include the replay buffer (large; default true)"));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+// ---------------------------------------------------------------------------------------------
+
+/// @brief What an example is: names and defaults that the shared parts print and use.
+struct program {
+  std::string name;             ///< "train_ppo" (messages; the CUDA build is name + "_cuda")
+  std::string algorithm;        ///< "PPO" (the plot's title)
+  std::string file_prefix;      ///< "ppo": the curve is <out>/<prefix>_<env>_seed<seed>.csv/.png
+  std::string default_env;      ///< "CartPole-v1"
+  std::uint64_t csv_every = 0;  ///< env steps between CSV rows (0: one row per iteration)
+};
+
+/// @brief The options every training example has.
+struct run_options {
+  std::string env;                            ///< Gymnasium id
+  std::string backend = "openmp";             ///< serial, openmp or cuda
+  std::uint64_t seed = 1;                     ///< becomes config.seed
+  std::string out_dir = ".";                  ///< where the CSV and PNG go
+  std::string plot_script = RLK_PLOT_SCRIPT;  ///< scripts/plot_learning_curve.py
+  bool plot = true;                           ///< draw the PNG
+  bool quiet = false;                         ///< no progress line
+  std::size_t eval_episodes = 100;            ///< deterministic evaluation episodes at the end (0: none)
+  double stop_at = std::nan("");  ///< stop once the mean return of the last 100 episodes reaches this
+  std::string resume;             ///< checkpoint to load before training (empty: none)
+};
+
+/// @brief A parsed command line: the common options and the trainer's config (the env's preset,
+/// then the hyperparameter options, then seed and checkpoint options; validated).
+template <class Config>
+struct command_line {
+  run_options run;  ///< common options
+  Config config;    ///< hyperparameters
+};
+
+namespace detail {
+
+inline void print_help(const char* argv0, const std::vector<std::pair<std::string, std::string>>& described,
+                       const std::vector<std::string>& compact,
+                       const std::vector<std::pair<std::string, std::string>>& checkpoints) {
+  std::printf("usage: %s [--env ID] [--backend serial|openmp|cuda] [--seed S] [options]\n", argv0);
+  auto lines = [](const std::vector<std::pair<std::string, std::string>>& table) {
+    std::size_t width = 19;
+    for (const auto& d : table) width = std::max(width, d.first.size());
+    for (const auto& d : table) std::printf("  %-*s %s\n", int(width), d.first.c_str(), d.second.c_str());
+  };
+  lines(described);
+  std::printf("hyperparameters (defaults: the preset of the env, printed at the start):\n");
+  std::string line = " ";
+  for (const std::string& c : compact) {
+    if (line.size() > 1 && line.size() + 1 + c.size() > 100) {
+      std::printf("%s\n", line.c_str());
+      line = " ";
+    }
+    line += " " + c;
+  }
+  if (line.size() > 1) std::printf("%s\n", line.c_str());
+  if (!checkpoints.empty()) {
+    std::printf("checkpoints:\n");
+    lines(checkpoints);
+  }
+}
+
+}  // namespace detail
+
+/// @brief Parses the command line of a training example. `preset(env_id)` gives the config the
+/// hyperparameter options override; --seed and the checkpoint options are applied after them and
+/// the result is validated (config.validate() throws std::invalid_argument naming a bad field).
+/// --help prints the usage and exits.
+template <class Config, class Preset>
+command_line<Config> parse_command_line(int argc, char** argv, const program& p,
+                                        const std::vector<option<Config>>& hyperparameters, Preset&& preset) {
+  std::vector<option<Config>> table = hyperparameters;
+  const std::vector<option<Config>> checkpoint = checkpoint_options<Config>();
+  table.insert(table.end(), checkpoint.begin(), checkpoint.end());
+
+  command_line<Config> out;
+  run_options& o = out.run;
+  o.env = p.default_env;
+  std::vector<std::pair<const option<Config>*, std::string>> overrides;  // applied after the preset
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + arg);
+      return argv[++i];
+    };
+    if (arg == "--env") o.env = value();
+    else if (arg == "--backend") o.backend = value();
+    else if (arg == "--seed") o.seed = parse_count(arg, value());
+    else if (arg == "--out") o.out_dir = value();
+    else if (arg == "--plot-script") o.plot_script = value();
+    else if (arg == "--no-plot") o.plot = false;
+    else if (arg == "--quiet") o.quiet = true;
+    else if (arg == "--eval-episodes") o.eval_episodes = parse_count(arg, value());
+    else if (arg == "--stop-at") o.stop_at = parse_real(arg, value());
+    else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
+    else if (arg == "--help" || arg == "-h") {
+      std::vector<std::string> compact;
+      std::vector<std::pair<std::string, std::string>> described;
+      for (const option<Config>& opt : hyperparameters) {
+        if (opt.help.empty()) compact.push_back(opt.flag + " " + opt.metavar);
+        else described.push_back({opt.flag + " " + opt.metavar, opt.help});
+      }
+      std::vector<std::pair<std::string, std::string>> general = {
+          {"--env ID", "Gymnasium id (default " + p.default_env + "; random_policy --list shows them)"},
+          {"--backend B", "serial, openmp (default) or cuda (in " + p.name + "_cuda)"},
+          {"--seed S", "seed of envs, weights and sampling (default 1)"},
+          {"--out DIR", "where the CSV and PNG go (default .)"},
+          {"--no-plot", "write the CSV only"},
+          {"--eval-episodes K", "deterministic evaluation episodes at the end (default 100; 0 skips)"},
+          {"--stop-at R", "stop once the mean return of the last 100 episodes reaches R"},
+          {"--quiet", "no progress line"}};
+      general.insert(general.end(), described.begin(), described.end());
+      std::vector<std::pair<std::string, std::string>> checkpoints;
+      for (const option<Config>& opt : checkpoint) checkpoints.push_back({opt.flag + " " + opt.metavar, opt.help});
+      if (!checkpoint.empty())
+        checkpoints.push_back({"--resume FILE", "load FILE (a checkpoint of the same settings) and train on"});
+      detail::print_help(argv[0], general, compact, checkpoints);
+      std::exit(0);
+    } else if (arg.rfind("--", 0) == 0) {
+      const option<Config>* match = nullptr;
+      for (const option<Config>& opt : table)
+        if (opt.flag == arg) match = &opt;
+      if (!match) throw std::invalid_argument("unknown option " + arg + " (try --help)");
+      overrides.push_back({match, value()});
+    } else {
+      throw std::invalid_argument("unexpected argument '" + arg + "' (try --help)");
+    }
+  }
+  out.config = preset(o.env);
+  for (const auto& [opt, v] : overrides) opt->set(out.config, v);
+  out.config.seed = o.seed;
+  out.config.validate();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch: backend by name, env by id
+// ---------------------------------------------------------------------------------------------
+
+/// Calls f(backend) with the backend named `name` (serial, openmp, cuda) and returns what it returns.
+template <class F>
+int with_backend(const std::string& name, const program& p, F&& f) {
+  if (name == "serial") return f(rlkernels::serial);
+  if (name == "openmp") return f(rlkernels::openmp);
+  if (name == "cuda") {
+#if RLK_HAS_CUDA
+    return f(rlkernels::cuda_backend{});
+#else
+    throw std::invalid_argument("this build has no CUDA backend; run " + p.name +
+                                "_cuda (built when nvcc is found)");
+#endif
+  }
+  throw std::invalid_argument("unknown backend '" + name + "' (serial, openmp or cuda)");
+}
+
+/// Calls f(entry) with the registry entry of `id` if Trains<Env>::value holds for its env type
+/// (only those instantiate f, which keeps compile times down), otherwise throws
+/// std::invalid_argument(refusal).
+template <template <class> class Trains, class F>
+int with_env(const std::string& id, const std::string& refusal, F&& f) {
+  int rc = 0;
+  rlkernels::visit_env(id, [&](auto entry) {
+    using Env = typename decltype(entry)::env_type;
+    if constexpr (!Trains<Env>::value) {
+      throw std::invalid_argument(refusal);
+    } else {
+      rc = f(entry);
+    }
+  });
+  return rc;
+}
+
+/// main()'s body: runs f, prints an exception as "error: ..." on stderr and returns 1.
+template <class F>
+int guarded_main(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training: progress line, learning curve, plot, evaluation
+// ---------------------------------------------------------------------------------------------
+
+/// @brief A named value the caller reports per iteration: a CSV column, or a key=value field of
+/// the progress line.
+struct stat {
+  std::string name;      ///< column or key
+  double value = 0;      ///< the value
+  bool integer = false;  ///< written without a fraction (counters)
+};
+
+/// A real-valued stat.
+inline stat real(std::string name, double value) { return {std::move(name), value, false}; }
+/// An integer stat (counts).
+inline stat count(std::string name, std::uint64_t value) { return {std::move(name), double(value), true}; }
+
+/// True when stdout is a terminal (the progress line then updates in place).
+inline bool stdout_is_terminal() {
+#if defined(__unix__) || defined(__APPLE__)
+  return isatty(fileno(stdout)) != 0;
+#else
+  return false;
+#endif
+}
+
+namespace detail {
+
+inline std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) out.push_back(cell);
+  return out;
+}
+
+/// Opens the learning curve. When resuming at `resumed_step` and `path` holds a curve with the
+/// same header, its rows up to that step are kept (the rest were trained after the checkpoint)
+/// and the seconds go on from its last kept row; otherwise it starts afresh.
+inline std::ofstream open_curve(const std::string& path, const std::string& header, bool resuming,
+                                std::uint64_t resumed_step, double& seconds_before) {
+  seconds_before = 0;
+  std::vector<std::string> kept;
+  if (resuming) {
+    std::ifstream in(path);
+    std::string line;
+    if (in && std::getline(in, line) && line == header) {
+      while (std::getline(in, line)) {
+        const std::vector<std::string> cells = split_csv_line(line);
+        if (cells.size() < 3) break;
+        try {
+          if (std::stoull(cells[1]) > resumed_step) break;
+          seconds_before = std::stod(cells[2]);
+        } catch (const std::exception&) {
+          break;
+        }
+        kept.push_back(line);
+      }
+    }
+  }
+  std::ofstream csv(path);
+  if (!csv) throw std::runtime_error("cannot write " + path);
+  csv << header << '\n';
+  for (const std::string& line : kept) csv << line << '\n';
+  return csv;
+}
+
+inline void write_stat(std::ostream& os, const stat& s) {
+  if (s.integer) os << (unsigned long long)s.value;
+  else os << s.value;
+}
+
+/// scripts/plot_learning_curve.py by the first interpreter that has matplotlib.
+inline void plot_curve(const run_options& opt, const std::string& csv_path, const std::string& png_path,
+                       const std::string& title) {
+  // The plot script exits with status 3 when its interpreter lacks matplotlib: try the next one
+  // ($RLK_PYTHON if set, python3 on PATH, then the system's /usr/bin/python3).
+  std::vector<std::string> pythons;
+  if (const char* py = std::getenv("RLK_PYTHON")) pythons.push_back(py);
+  pythons.push_back("python3");
+  pythons.push_back("/usr/bin/python3");
+  const std::string args =
+      " \"" + opt.plot_script + "\" \"" + csv_path + "\" \"" + png_path + "\" \"" + title + "\"";
+  bool plotted = false;
+  for (const std::string& py : pythons) {
+    if (std::system((py + args + " 2>/dev/null").c_str()) == 0) {
+      plotted = true;
+      break;
+    }
+  }
+  if (plotted) {
+    std::printf("plot: %s\n", png_path.c_str());
+  } else {
+    std::printf("no plot written (needs python3 with matplotlib: sudo apt-get install python3-matplotlib); run:\n"
+                "  python3%s\n",
+                args.c_str());
+  }
+}
+
+}  // namespace detail
+
+/// train_and_report's default `merge`: show the last iteration that took gradient steps.
+struct last_update {
+  template <class Stats>
+  void operator()(Stats& shown, const Stats& s) const {
+    if (s.gradient_steps > 0) shown = s;
+  }
+};
+
+/// @brief Trains `agent` to its end (or to --stop-at) with the examples' user interface, then
+/// evaluates it, and returns main()'s exit status.
+///
+/// - --resume: agent.load_checkpoint(path) first; the CSV keeps the rows of the earlier run up to
+///   that step and goes on from there (mean_return_100 then covers the episodes since the resume).
+/// - With a checkpoint directory (config().checkpoint_dir), a last checkpoint after training, named
+///   like the trainer's automatic ones (<prefix>-<env step>.rlkc).
+/// - Progress: one line updated in place on a terminal (every 0.1 s), a plain line every 2 s
+///   otherwise: env steps, steps/s, mean return of the last 100 episodes, `progress(stats)`'s
+///   key=value fields (none for PPO), seconds.
+/// - Learning curve <out>/<prefix>_<env>_seed<seed>.csv: iteration, global_step, elapsed_s,
+///   episodes (completed since the previous row), mean_return_100, then `columns(stats)` (their
+///   names from columns of a default-constructed stats), then steps_per_s; one row per iteration,
+///   or every program::csv_every env steps and at the end. The columns and progress fields show
+///   `shown`, which `merge(shown, stats)` updates after each iteration (default last_update: the
+///   last iteration that took gradient steps, as off-policy trainers update only from learning_starts).
+/// - Then the PNG (unless --no-plot) and the deterministic evaluation.
+template <class Trainer, class Columns, class Progress, class Merge = last_update>
+int train_and_report(Trainer& agent, const program& p, const run_options& opt, const std::string& env_id,
+                     std::uint64_t seed, Columns&& columns, Progress&& progress, Merge&& merge = {}) {
+  using stats_type = std::decay_t<decltype(agent.iterate())>;
+  if (!opt.resume.empty()) {
+    if constexpr (has_checkpoints<Trainer>::value) {
+      agent.load_checkpoint(opt.resume);
+      std::printf("resumed from %s at env step %llu (iteration %llu)\n", opt.resume.c_str(),
+                  (unsigned long long)agent.global_step(), (unsigned long long)agent.iteration());
+      std::fflush(stdout);
+    } else {
+      throw std::invalid_argument(p.name + " cannot resume from checkpoints yet");
+    }
+  }
+  const std::uint64_t first_step = agent.global_step();
+
+  const std::string stem = opt.out_dir + "/" + p.file_prefix + "_" + env_id + "_seed" + std::to_string(seed);
+  const std::string csv_path = stem + ".csv", png_path = stem + ".png";
+  std::string header = "iteration,global_step,elapsed_s,episodes,mean_return_100";
+  for (const stat& s : columns(stats_type{})) header += "," + s.name;
+  header += ",steps_per_s";
+  double seconds_before = 0;
+  std::ofstream csv = detail::open_curve(csv_path, header, !opt.resume.empty(), first_step, seconds_before);
+
+  const bool terminal = stdout_is_terminal();
+  rlkernels::return_window window(100);
+  const auto start = std::chrono::steady_clock::now();
+  double last_print = -1.0, elapsed = 0.0, reached_at = -1.0;
+  std::uint64_t reached_step = 0, updates = 0, row_episodes = 0;
+  std::uint64_t next_row = p.csv_every ? (first_step / p.csv_every + 1) * p.csv_every : 0;
+  stats_type shown{};  // what the CSV columns and the progress fields show
+  while (!agent.done()) {
+    const stats_type s = agent.iterate();
+    updates += s.gradient_steps;
+    row_episodes += s.episodes;
+    merge(shown, s);
+    window.add(s.episodes, s.episode_return_sum);
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double sps = double(s.global_step - first_step) / elapsed;
+    const bool reached = window.full() && window.mean() >= opt.stop_at;
+    if (reached && reached_at < 0) {
+      reached_at = elapsed;
+      reached_step = s.global_step;
+    }
+    const bool last = agent.done() || reached;
+    if (p.csv_every == 0 || s.global_step >= next_row || last) {
+      if (p.csv_every) next_row = (s.global_step / p.csv_every + 1) * p.csv_every;
+      csv << s.iteration << ',' << s.global_step << ',' << seconds_before + elapsed << ',' << row_episodes << ','
+          << window.mean();
+      for (const stat& c : columns(shown)) {
+        csv << ',';
+        detail::write_stat(csv, c);
+      }
+      csv << ',' << sps << '\n';
+      row_episodes = 0;
+    }
+    if (!opt.quiet && (terminal ? (elapsed - last_print >= 0.1 || last) : (elapsed - last_print >= 2.0 || last))) {
+      last_print = elapsed;
+      std::string fields;
+      for (const stat& f : progress(shown)) {
+        char buf[64];
+        if (f.integer) std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)f.value);
+        else std::snprintf(buf, sizeof buf, "%.3g", f.value);
+        fields += (fields.empty() ? " | " : " ") + f.name + "=" + buf;
+      }
+      std::printf("%s%9llu steps | %8.0f steps/s | mean return (last %3llu episodes) %8.2f%s | %6.1f s%s",
+                  terminal ? "\r" : "", (unsigned long long)s.global_step, sps,
+                  (unsigned long long)window.episodes(), window.mean(), fields.c_str(), elapsed,
+                  terminal ? "" : "\n");
+      std::fflush(stdout);
+    }
+    if (reached) break;
+  }
+  if (!opt.quiet && terminal) std::printf("\n");
+  csv.close();
+  const std::uint64_t trained = agent.global_step() - first_step;
+  std::printf("trained %llu env steps and %llu gradient steps in %.2f s (%.0f env steps/s, %.0f updates/s)\n",
+              (unsigned long long)trained, (unsigned long long)updates, elapsed, double(trained) / elapsed,
+              double(updates) / elapsed);
+  if (reached_at >= 0) {
+    std::printf("reached a mean return of %g over the last 100 episodes after %.2f s and %llu env steps\n", opt.stop_at,
+                reached_at, (unsigned long long)reached_step);
+  }
+  std::printf("learning curve: %s\n", csv_path.c_str());
+  if constexpr (has_checkpoints<Trainer>::value && has_checkpoint_fields<std::decay_t<decltype(agent.config())>>::value) {
+    const auto& c = agent.config();
+    if (!c.checkpoint_dir.empty()) {
+      rlkernels::checkpoint state;
+      agent.bind_checkpoint(state);
+      rlkernels::checkpoint_directory dir(c.checkpoint_dir, p.file_prefix, c.checkpoint_keep);
+      std::printf("checkpoint: %s\n", dir.save(state, agent.global_step()).c_str());
+    }
+  }
+  if (opt.plot) {
+    detail::plot_curve(opt, csv_path, png_path, p.algorithm + " " + env_id + " (seed " + std::to_string(seed) + ")");
+  }
+  if (opt.eval_episodes > 0) {
+    const rlkernels::policy_evaluation e = agent.evaluate(opt.eval_episodes, seed + 1000003, true);
+    std::printf("evaluation (deterministic policy, %zu episodes): mean return %.2f +- %.2f (min %.2f, max %.2f)\n",
+                opt.eval_episodes, e.mean, e.std, e.min, e.max);
+  }
+  return 0;
+}
+
+/// No progress fields or columns.
+struct no_stats {
+  template <class Stats>
+  std::vector<stat> operator()(const Stats&) const {
+    return {};
+  }
+};
+
+}  // namespace rlk_example

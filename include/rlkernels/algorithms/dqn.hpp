@@ -1,0 +1,643 @@
+// rlkernels/algorithms/dqn.hpp
+// Deep Q-learning (Mnih et al. 2015) as CleanRL's dqn.py computes it, with the usual options
+// (Double DQN, n-step returns, Huber loss, gradient clipping, prioritized replay), composed only of
+// public rlkernels pieces: vec_env, replay_buffer or prioritized_replay_buffer, the value-based
+// losses, an MLP Q-network with its target copy, Adam and polyak_update. Read `iterate()` and
+// `loss_and_gradients()` top to bottom; they are the loop you would write yourself.
+#pragma once
+
+#include "../buffers/prioritized_replay.hpp"
+#include "../buffers/replay_buffer.hpp"
+#include "checkpointing.hpp"
+#include "common.hpp"
+#include "../core/backend.hpp"
+#include "../core/error.hpp"
+#include "../core/memory.hpp"
+#include "../core/random.hpp"
+#include "../core/reduce.hpp"
+#include "../envs/vec_env.hpp"
+#include "../losses/dqn.hpp"
+#include "../losses/polyak.hpp"
+#include "../nn/mlp.hpp"
+#include "../nn/optim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rlkernels {
+
+/// @brief DQN's hyperparameters. The defaults are CleanRL's dqn.py (see dqn_config::sb3() for
+/// Stable-Baselines3's); the options beyond it default to off.
+///
+/// Counting (CleanRL's, generalised to N envs): an iteration steps all N envs once, taking the
+/// global steps t, t + 1, ..., t + N - 1 (t = global_step() before it). Every one of those step
+/// numbers s counts as CleanRL's `global_step`: after the N transitions are stored, for each s in
+/// order, `gradient_steps` updates run when s > learning_starts and s % train_frequency == 0, then
+/// the target network is updated when s > learning_starts and s % target_network_frequency == 0.
+/// So a run makes the same number of updates per env step whatever N is, and N = 1 is exactly
+/// CleanRL's loop. The iteration's exploration rate is epsilon(t).
+struct dqn_config {
+  // ---- collection ----
+  std::size_t num_envs = 1;                ///< parallel envs N
+  std::uint64_t total_timesteps = 500000;  ///< env steps to train for (all envs together)
+  std::size_t buffer_size = 10000;         ///< replay capacity in transitions (rounded up to whole rows of N)
+  double start_e = 1.0;                    ///< exploration rate at step 0
+  double end_e = 0.05;                     ///< exploration rate from exploration_fraction * total_timesteps on
+  double exploration_fraction = 0.5;       ///< fraction of total_timesteps over which epsilon goes linearly to end_e
+  std::uint64_t learning_starts = 10000;   ///< no updates at global steps <= this
+  // ---- optimisation ----
+  double learning_rate = 2.5e-4;        ///< Adam's step size (constant)
+  double adam_epsilon = 1e-8;           ///< Adam's epsilon (PyTorch's default, which CleanRL and SB3 keep)
+  std::size_t batch_size = 128;         ///< transitions per gradient step
+  std::uint64_t train_frequency = 10;   ///< env steps between training phases
+  std::size_t gradient_steps = 1;       ///< gradient steps per training phase (SB3's gradient_steps)
+  double gamma = 0.99;                  ///< discount
+  double tau = 1.0;                     ///< target update: target = tau * online + (1 - tau) * target (1: copy)
+  std::uint64_t target_network_frequency = 500;  ///< env steps between target updates
+  bool double_q = false;                ///< Double DQN targets (the online network picks a', the target values it)
+  int n_step = 1;                       ///< n-step returns (never across an episode end)
+  td_loss_kind loss = td_loss_kind::mse;  ///< per-sample TD loss: mse (CleanRL) or huber (SB3's smooth L1)
+  double huber_delta = 1.0;             ///< the Huber loss's k (1 = smooth L1)
+  double max_grad_norm = 0.0;           ///< clip the gradient's global norm to this (0: off; SB3 uses 10)
+  // ---- prioritized replay (Schaul et al. 2016) ----
+  bool prioritized = false;       ///< proportional prioritized replay instead of uniform sampling
+  double per_alpha = 0.6;         ///< priority exponent
+  double per_beta0 = 0.4;         ///< importance-sampling exponent at step 0, annealed linearly to 1 at total_timesteps
+  double per_epsilon = 1e-6;      ///< added to |TD error| in priorities
+  // ---- network ----
+  std::vector<int> hidden_sizes = {120, 84};         ///< widths of the Q-network's hidden layers
+  activation hidden_activation = activation::relu;  ///< after each hidden layer
+  // ---- reproducibility ----
+  std::uint64_t seed = 1;  ///< seeds the envs, the initial weights, exploration and replay sampling
+  // ---- checkpoints (see save_checkpoint) ----
+  std::string checkpoint_dir;         ///< where automatic checkpoints go; empty: none
+  std::uint64_t checkpoint_every = 0;  ///< iterations between automatic checkpoints (0: off)
+  std::size_t checkpoint_keep = 3;     ///< newest automatic checkpoints kept
+  bool checkpoint_buffers = true;      ///< include the replay buffer (large) in checkpoints
+
+  /// Stable-Baselines3's DQN defaults where they differ from CleanRL's: lr 1e-4, a 1M buffer,
+  /// learning_starts 100, batch 32, train every 4 steps, target copy every 10000 steps, epsilon to
+  /// 0.05 over the first 10%, Huber loss, gradient norm 10, 64-64 ReLU network, 1M steps (its
+  /// `learn` has no default length; 1M is the zoo's Atari budget).
+  static dqn_config sb3() {
+    dqn_config c;
+    c.total_timesteps = 1000000;
+    c.learning_rate = 1e-4;
+    c.buffer_size = 1000000;
+    c.learning_starts = 100;
+    c.batch_size = 32;
+    c.train_frequency = 4;
+    c.target_network_frequency = 10000;
+    c.exploration_fraction = 0.1;
+    c.loss = td_loss_kind::huber;
+    c.max_grad_norm = 10.0;
+    c.hidden_sizes = {64, 64};
+    return c;
+  }
+
+  /// Rows of the replay ring: buffer_size / num_envs, rounded up.
+  std::size_t buffer_rows() const noexcept { return num_envs ? (buffer_size + num_envs - 1) / num_envs : 0; }
+
+  /// @brief The exploration rate at global step `step`, CleanRL's linear_schedule:
+  /// max(start_e + (end_e - start_e) / duration * step, end_e) with duration =
+  /// exploration_fraction * total_timesteps (min instead of max when end_e > start_e; end_e when
+  /// the duration is 0).
+  double epsilon(std::uint64_t step) const noexcept {
+    const double duration = exploration_fraction * double(total_timesteps);
+    if (!(duration > 0)) return end_e;
+    const double slope = (end_e - start_e) / duration;
+    const double e = slope * double(step) + start_e;
+    return start_e >= end_e ? std::max(e, end_e) : std::min(e, end_e);
+  }
+
+  /// @brief The importance-sampling exponent of prioritized replay at global step `step`:
+  /// per_beta0 + (1 - per_beta0) * min(1, step / total_timesteps).
+  double beta(std::uint64_t step) const noexcept {
+    const double f = total_timesteps ? std::min(1.0, double(step) / double(total_timesteps)) : 1.0;
+    return per_beta0 + (1.0 - per_beta0) * f;
+  }
+
+  /// @brief "key=value\n" for every field except the checkpoint_* ones: the constant a checkpoint
+  /// must match to be loaded.
+  std::string hyperparameters() const {
+    return detail::hyperparameter_lines{}
+        .add("algorithm", "dqn")
+        .add("num_envs", num_envs)
+        .add("total_timesteps", total_timesteps)
+        .add("buffer_size", buffer_size)
+        .add("start_e", start_e)
+        .add("end_e", end_e)
+        .add("exploration_fraction", exploration_fraction)
+        .add("learning_starts", learning_starts)
+        .add("learning_rate", learning_rate)
+        .add("adam_epsilon", adam_epsilon)
+        .add("batch_size", batch_size)
+        .add("train_frequency", train_frequency)
+        .add("gradient_steps", gradient_steps)
+        .add("gamma", gamma)
+        .add("tau", tau)
+        .add("target_network_frequency", target_network_frequency)
+        .add("double_q", double_q)
+        .add("n_step", n_step)
+        .add("loss", loss == td_loss_kind::mse ? "mse" : "huber")
+        .add("huber_delta", huber_delta)
+        .add("max_grad_norm", max_grad_norm)
+        .add("prioritized", prioritized)
+        .add("per_alpha", per_alpha)
+        .add("per_beta0", per_beta0)
+        .add("per_epsilon", per_epsilon)
+        .add("hidden_sizes", hidden_sizes)
+        .add("hidden_activation", activation_name(hidden_activation))
+        .add("seed", seed)
+        .str();
+  }
+
+  /// @brief Throws std::invalid_argument naming the first bad field.
+  void validate() const {
+    constexpr const char* who = "rlkernels::dqn_config";
+    auto unit = [](double x) { return x >= 0 && x <= 1; };
+    RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
+    RLK_EXPECTS(buffer_size >= 1, std::invalid_argument, who, ": buffer_size must be >= 1");
+    RLK_EXPECTS(unit(start_e), std::invalid_argument, who, ": start_e must be in [0, 1], got ", start_e);
+    RLK_EXPECTS(unit(end_e), std::invalid_argument, who, ": end_e must be in [0, 1], got ", end_e);
+    RLK_EXPECTS(std::isfinite(exploration_fraction) && exploration_fraction >= 0, std::invalid_argument, who,
+                ": exploration_fraction must be finite and >= 0, got ", exploration_fraction);
+    RLK_EXPECTS(std::isfinite(learning_rate) && learning_rate >= 0, std::invalid_argument, who,
+                ": learning_rate must be finite and >= 0, got ", learning_rate);
+    RLK_EXPECTS(adam_epsilon > 0 && std::isfinite(adam_epsilon), std::invalid_argument, who,
+                ": adam_epsilon must be finite and > 0, got ", adam_epsilon);
+    RLK_EXPECTS(batch_size >= 1, std::invalid_argument, who, ": batch_size must be >= 1");
+    RLK_EXPECTS(train_frequency >= 1, std::invalid_argument, who, ": train_frequency must be >= 1");
+    RLK_EXPECTS(gradient_steps >= 1, std::invalid_argument, who, ": gradient_steps must be >= 1");
+    RLK_EXPECTS(unit(gamma), std::invalid_argument, who, ": gamma must be in [0, 1], got ", gamma);
+    RLK_EXPECTS(tau > 0 && tau <= 1, std::invalid_argument, who, ": tau must be in (0, 1], got ", tau);
+    RLK_EXPECTS(target_network_frequency >= 1, std::invalid_argument, who, ": target_network_frequency must be >= 1");
+    RLK_EXPECTS(n_step >= 1, std::invalid_argument, who, ": n_step must be >= 1, got ", n_step);
+    RLK_EXPECTS(loss == td_loss_kind::mse || loss == td_loss_kind::huber, std::invalid_argument, who,
+                ": loss is not a td_loss_kind value: ", int(loss));
+    RLK_EXPECTS(std::isfinite(huber_delta) && huber_delta > 0, std::invalid_argument, who,
+                ": huber_delta must be finite and > 0, got ", huber_delta);
+    RLK_EXPECTS(std::isfinite(max_grad_norm) && max_grad_norm >= 0, std::invalid_argument, who,
+                ": max_grad_norm must be finite and >= 0 (0 disables clipping), got ", max_grad_norm);
+    RLK_EXPECTS(std::isfinite(per_alpha) && per_alpha >= 0, std::invalid_argument, who,
+                ": per_alpha must be finite and >= 0, got ", per_alpha);
+    RLK_EXPECTS(unit(per_beta0), std::invalid_argument, who, ": per_beta0 must be in [0, 1], got ", per_beta0);
+    RLK_EXPECTS(std::isfinite(per_epsilon) && per_epsilon > 0, std::invalid_argument, who,
+                ": per_epsilon must be finite and > 0, got ", per_epsilon);
+    RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
+    for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
+    RLK_EXPECTS(checkpoint_every == 0 || !checkpoint_dir.empty(), std::invalid_argument, who,
+                ": checkpoint_every is ", checkpoint_every, " but checkpoint_dir is empty");
+    RLK_EXPECTS(checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
+  }
+};
+
+/// @brief What one DQN iteration (one step of every env and the updates that became due) did.
+/// The loss fields are the last gradient step's (0 when none ran).
+struct dqn_iteration_stats {
+  std::uint64_t iteration = 0;       ///< 1-based
+  std::uint64_t global_step = 0;     ///< env steps so far (all envs)
+  std::uint64_t episodes = 0;        ///< episodes completed in this iteration
+  double episode_return_sum = 0;     ///< sum of their undiscounted returns
+  double episode_length_sum = 0;     ///< sum of their lengths
+  std::uint64_t gradient_steps = 0;  ///< gradient steps taken in this iteration
+  std::uint64_t target_updates = 0;  ///< target-network updates in this iteration
+  double q_loss = 0;                 ///< TD loss of the last gradient step
+  double q_mean = 0;                 ///< mean Q(s, a) of the taken actions in its batch
+  double mean_abs_td_error = 0;      ///< mean |y - Q(s, a)| in its batch
+  double grad_norm = 0;              ///< its gradient norm before clipping (0 when max_grad_norm is 0)
+  double epsilon = 0;                ///< exploration rate of this iteration's actions
+  double beta = 0;                   ///< prioritized replay's importance exponent (0 without it)
+  double learning_rate = 0;          ///< Adam's step size
+};
+
+/// @brief DQN's loss on one batch (host scalars).
+struct dqn_loss {
+  double loss = 0;               ///< (1/B) sum_i w_i l(Q(s_i, a_i) - y_i)
+  double mean_abs_td_error = 0;  ///< (1/B) sum_i |y_i - Q(s_i, a_i)|
+  double q_mean = 0;             ///< (1/B) sum_i Q(s_i, a_i)
+};
+
+namespace detail {
+
+/// Epsilon-greedy actions: row i draws u from rng(key, first_stream + i, draw); with u < epsilon a
+/// uniform action from the same generator, else argmax_a q[i, a] (lowest index among ties).
+/// q may be null when epsilon >= 1 (every action is random then).
+template <class T>
+struct epsilon_greedy_kernel {
+  const T* q;
+  std::int32_t* actions;
+  std::size_t num_actions;
+  double epsilon;
+  std::uint64_t key;
+  std::uint64_t first_stream;
+  std::uint64_t draw;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    rng gen(key, first_stream + i, draw);
+    if (gen.uniform<double>() < epsilon) {
+      actions[i] = std::int32_t(gen.uniform_int(std::uint32_t(num_actions)));
+      return;
+    }
+    argmax_kernel<T>{q, actions, num_actions}(i);
+  }
+};
+
+/// Q(s_i, a_i) of the taken actions, for their mean.
+template <class T>
+struct taken_q_term {
+  const T* q;
+  const std::int32_t* actions;
+  std::size_t num_actions;
+  RLK_HOST_DEVICE double operator()(std::size_t i) const { return double(q[i * num_actions + std::size_t(actions[i])]); }
+};
+struct dqn_plus {
+  RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
+};
+
+/// Purposes of derive_key in DQN.
+enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn_key_replay = 3, dqn_key_evaluation = 4 };
+
+}  // namespace detail
+
+/// @brief A DQN agent and its training loop for any rlkernels environment `Env` with discrete
+/// actions, on `Backend`: an MLP Q-network (PyTorch's default Linear initialisation, as CleanRL and
+/// SB3), a target copy of it, Adam, and a replay buffer (uniform, or prioritized with
+/// config.prioritized).
+///
+///     rlkernels::dqn<rlkernels::cartpole<float>, rlkernels::openmp_backend> agent(rlkernels::openmp,
+///                                                                                 rlkernels::dqn_preset("CartPole-v1"));
+///     while (!agent.done()) { auto s = agent.iterate(); ... }
+///     auto result = agent.evaluate(100, 12345);
+///
+/// Truncation: the replay buffer stores vec_env::final_observations() as s' and the terminated
+/// flag; targets bootstrap from Q_target(s') wherever the step was not terminated, so a time-limit
+/// truncation bootstraps from the observation the episode was cut at.
+///
+/// Determinism: for a given config and seed, a run is the same on serial and OpenMP (any thread
+/// count): the envs, the initial weights, exploration (rng(key, env, iteration)) and replay sampling
+/// (rng(key, gradient step, sample)) are pure functions of the seed, and every reduction has a fixed
+/// order. On CUDA a run is deterministic on one GPU model but not bit-equal to the host.
+///
+/// CUDA: all arrays stay in device memory. The host waits for the device once per iteration for
+/// the env step's action check and the episode statistics, and once per gradient step for the
+/// loss (and, with prioritized replay, for the batch's smallest priority and the priority check);
+/// no batch is copied to the host.
+template <class Env, class Backend>
+class dqn {
+ public:
+  using env_type = vec_env<Env, Backend>;              ///< the training envs
+  using scalar_type = typename env_type::scalar_type;  ///< float or double
+  using action_type = typename env_type::action_type;  ///< std::int32_t
+  using backend_type = Backend;                        ///< where everything runs
+  using T = scalar_type;                               ///< shorthand for scalar_type
+  using batch_type = replay_batch<T, std::int32_t, Backend>;  ///< what loss_and_gradients takes
+  static_assert(std::is_same_v<action_type, std::int32_t>, "rlkernels::dqn: the env must have discrete actions");
+  static constexpr int observation_size = env_type::observation_size;  ///< the Q-network's inputs
+  static constexpr int action_width = 1;                              ///< one action index per env
+  static constexpr int num_actions = Env::num_actions;                ///< the Q-network's outputs
+
+  /// @brief Builds envs, the networks, the optimiser and the replay buffer; the target network
+  /// starts as a copy of the Q-network.
+  /// @throw std::invalid_argument on a bad config (see dqn_config::validate); out_of_memory
+  dqn(Backend backend, dqn_config config, typename Env::Params env_params = {})
+      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params),
+        env_(backend, config_.num_envs, config_.seed, env_params),
+        q_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
+        target_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
+        opt_(backend, q_.num_parameters(), adam_for(config_)),
+        q_ws_(q_, std::max(config_.num_envs, config_.batch_size)), q_next_ws_(q_, config_.batch_size),
+        target_ws_(target_, config_.batch_size),
+        batch_(backend, config_.batch_size, observation_size, action_width),
+        observations_(backend, config_.num_envs * std::size_t(observation_size)), actions_(backend, config_.num_envs),
+        targets_(backend, config_.batch_size), td_errors_(backend, config_.batch_size),
+        grad_q_(backend, config_.batch_size * std::size_t(num_actions)) {
+    if (config_.prioritized) {
+      prioritized_replay_params p;
+      p.alpha = config_.per_alpha;
+      p.beta = config_.per_beta0;
+      p.epsilon = config_.per_epsilon;
+      per_.emplace(backend, config_.buffer_rows(), config_.num_envs, observation_size, action_width, p);
+    } else {
+      uniform_.emplace(backend, config_.buffer_rows(), config_.num_envs, observation_size, action_width);
+    }
+    const layer_init torch_linear{weight_init::pytorch_default, 1.0, 0.0};
+    q_.initialize(detail::derive_key(config_.seed, detail::dqn_key_weights), torch_linear, torch_linear);
+    target_.copy_parameters_from(q_);
+  }
+
+  /// The configuration.
+  const dqn_config& config() const noexcept { return config_; }
+  /// Env steps taken so far (all envs).
+  std::uint64_t global_step() const noexcept { return global_step_; }
+  /// Iterations done so far.
+  std::uint64_t iteration() const noexcept { return iteration_; }
+  /// Gradient steps taken so far.
+  std::uint64_t gradient_steps() const noexcept { return gradient_step_; }
+  /// True once total_timesteps env steps have been taken.
+  bool done() const noexcept { return global_step_ >= config_.total_timesteps; }
+  /// The exploration rate of the next iteration: config().epsilon(global_step()).
+  double epsilon() const noexcept { return config_.epsilon(global_step_); }
+  /// The online Q-network (observations -> one value per action).
+  mlp<T, Backend>& q_network() noexcept { return q_; }
+  /// The target network (updated from the online one every target_network_frequency steps).
+  mlp<T, Backend>& target_network() noexcept { return target_; }
+  /// The optimiser of the Q-network.
+  adam<T, Backend>& optimizer() noexcept { return opt_; }
+  /// The training envs.
+  env_type& envs() noexcept { return env_; }
+  /// The stored transitions (the prioritized buffer's ring when config().prioritized).
+  const replay_buffer<T, std::int32_t, Backend>& replay() const noexcept {
+    return per_ ? per_->storage() : *uniform_;
+  }
+  /// The prioritized buffer (null unless config().prioritized).
+  const prioritized_replay_buffer<T, std::int32_t, Backend>* prioritized_replay() const noexcept {
+    return per_ ? &*per_ : nullptr;
+  }
+  /// The batch the last gradient step trained on.
+  const batch_type& last_batch() const noexcept { return batch_; }
+  /// [batch_size] TD errors y - Q(s, a) of the last loss_and_gradients() call.
+  const buffer<T, Backend>& td_errors() const noexcept { return td_errors_; }
+
+  /// @brief One DQN iteration: one epsilon-greedy step of every env, its N transitions into the
+  /// replay buffer, then the gradient steps and target updates that became due (see dqn_config's
+  /// counting); saves an automatic checkpoint when config().checkpoint_every says so.
+  /// @throw std::logic_error if training is already done(); rlkernels::error if the loss becomes
+  ///        NaN or infinite (diverged training: the parameters are not stepped with it)
+  dqn_iteration_stats iterate() {
+    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::dqn::iterate: training is done (", global_step_,
+                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
+    dqn_iteration_stats stats;
+    stats.iteration = ++iteration_;
+    const std::uint64_t t = global_step_;
+    const std::size_t n = config_.num_envs;
+    stats.epsilon = config_.epsilon(t);
+    stats.learning_rate = config_.learning_rate;
+
+    // Act on s_t (kept aside: the step overwrites the env's observations), step, store.
+    copy(backend_, env_.observations().cview(), observations_.view());
+    select_actions(observations_.cview(), actions_.view(), stats.epsilon,
+                   detail::derive_key(config_.seed, detail::dqn_key_exploration), 0, iteration_ - 1);
+    env_.step(actions_.cview());
+    if (per_) {
+      per_->add(observations_.cview(), actions_.cview(), env_);
+    } else {
+      uniform_->add(observations_.cview(), actions_.cview(), env_);
+    }
+    global_step_ += n;
+    const episode_statistics ep = env_.get_episode_statistics();
+    env_.clear_episode_statistics();
+    stats.episodes = ep.count;
+    stats.episode_return_sum = ep.mean_return * double(ep.count);
+    stats.episode_length_sum = ep.mean_length * double(ep.count);
+
+    // The updates due at global steps t .. t + N - 1, in order.
+    if (per_) stats.beta = config_.beta(t);
+    for (std::uint64_t s = t; s < t + n; ++s) {
+      if (s <= config_.learning_starts) continue;
+      if (s % config_.train_frequency == 0) {
+        for (std::size_t g = 0; g < config_.gradient_steps; ++g) gradient_step(stats);
+      }
+      if (s % config_.target_network_frequency == 0) {
+        // light_backend: an element-wise pass over a few thousand parameters; on OpenMP a parallel
+        // region (and its spinning threads) would cost more than the loop.
+        polyak_update(detail::light_backend(backend_), view<const T>(q_.parameters()), target_.parameters(),
+                      T(config_.tau));
+        ++stats.target_updates;
+      }
+    }
+    stats.global_step = global_step_;
+    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
+      detail::auto_checkpoint(*this, config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
+    }
+    return stats;
+  }
+
+  /// @brief Writes actions for observations [B, observation_size]: argmax_a Q(s, a) when
+  /// `deterministic`, else epsilon-greedy with the current exploration rate epsilon(): row i draws
+  /// from rng(seed, i, draw) (u < epsilon: a uniform action). B must be at most
+  /// max(num_envs, batch_size).
+  /// @throw std::invalid_argument on a size mismatch or too many rows
+  void act(view<const T> observations, view<action_type> actions, bool deterministic, std::uint64_t seed = 0,
+           std::uint64_t draw = 0) {
+    select_actions(observations, actions, deterministic ? 0.0 : epsilon(), seed, 0, draw);
+  }
+
+  /// @brief Deterministic (argmax) or epsilon-greedy evaluation: `episodes` fresh envs (seeded
+  /// with `seed`, so they differ from the training envs) run the policy until each has finished
+  /// one episode; returns their returns. Training state is untouched.
+  /// @param episodes number of evaluation envs (one episode each), >= 1
+  /// @param seed seed of the evaluation envs (and of the exploration draws when not deterministic)
+  /// @param deterministic argmax actions (true) or epsilon-greedy with epsilon()
+  /// @param max_steps safety bound on steps
+  /// @throw std::invalid_argument if episodes is 0; rlkernels::error if some episode did not end
+  ///        within max_steps
+  policy_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
+                             std::size_t max_steps = 1000000) {
+    const double eps = deterministic ? 0.0 : epsilon();
+    const std::uint64_t key = detail::derive_key(seed, detail::dqn_key_evaluation);
+    return detail::evaluate_policy<Env>(
+        backend_, env_params_, episodes, seed, q_ws_.max_batch(), max_steps, "rlkernels::dqn::evaluate",
+        [&](view<const T> obs, view<action_type> actions, std::size_t first, std::size_t step) {
+          select_actions(obs, actions, eps, key, first, step);
+        });
+  }
+
+  /// @brief The TD loss of a batch and its gradient, without an optimiser step:
+  ///
+  ///     y_i    = r_i + d_i (1 - terminated_i) Q_target(s'_i, argmax_a Q_target(s'_i, a))
+  ///              (double_q: argmax_a Q(s'_i, a) picks the action instead)
+  ///     loss   = (1/B) sum_i w_i l(Q(s_i, a_i) - y_i)
+  ///
+  /// with r_i and d_i the batch's (n-step) rewards and discounts (gamma^m), l the mse or Huber loss,
+  /// and w_i the batch's importance weights when config().prioritized (1 otherwise). The targets
+  /// are constants: d loss / d parameters of the online network goes into
+  /// q_network().gradients(), and y_i - Q(s_i, a_i) into td_errors(). iterate() calls this for
+  /// every gradient step, then clips the gradient norm (when max_grad_norm > 0) and steps Adam.
+  /// @param batch exactly config().batch_size transitions (replay().sample(...) or the
+  ///        prioritized buffer's sample)
+  /// @throw std::invalid_argument if the batch has another size or shape
+  dqn_loss loss_and_gradients(const batch_type& batch) {
+    constexpr const char* who = "rlkernels::dqn::loss_and_gradients";
+    const std::size_t b = config_.batch_size, a = std::size_t(num_actions);
+    RLK_EXPECTS(batch.size() == b, std::invalid_argument, who, ": the batch has ", batch.size(),
+                " transitions, the config's batch_size is ", b);
+    RLK_EXPECTS(batch.observation_size() == observation_size, std::invalid_argument, who,
+                ": the batch has observation_size ", batch.observation_size(), ", the env ", observation_size);
+    const T gamma = T(config_.gamma);
+    // ---- targets y (no gradient) ----
+    const view<const T> next_obs = batch.next_observations.cview();
+    const view<const T> q_next_target = target_.forward(next_obs, target_ws_);
+    if (config_.double_q) {
+      const view<const T> q_next_online = q_.forward(next_obs, q_next_ws_);
+      double_q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_online,
+                                q_next_target, a, gamma, targets_.view(), batch.discounts.cview());
+    } else {
+      q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_target, a, gamma,
+                         targets_.view(), batch.discounts.cview());
+    }
+    // ---- TD loss of Q(s, a) and its gradient through the network ----
+    const view<const T> obs = batch.observations.cview();
+    const view<const T> q = q_.forward(obs, q_ws_);
+    const view<const std::int32_t> actions = batch.actions.cview();
+    td_loss_options<T> options;
+    options.kind = config_.loss;
+    options.huber_delta = T(config_.huber_delta);
+    const view<const T> weights = config_.prioritized ? batch.weights.cview() : view<const T>{};
+    const td_loss_result r =
+        td_loss(backend_, q, a, actions, targets_.cview(), weights, options, td_errors_.view(), grad_q_.view());
+    q_.backward(obs, grad_q_.cview(), q_ws_);
+    dqn_loss out;
+    out.loss = r.loss;
+    out.mean_abs_td_error = r.mean_abs_td_error;
+    out.q_mean = detail::deterministic_sum(detail::light_backend(backend_), b,
+                                           detail::taken_q_term<T>{q.data(), actions.data(), a}, 0.0,
+                                           detail::dqn_plus{}) /
+                 double(b);
+    return out;
+  }
+
+  /// @brief Binds everything a resumed run needs to continue bit-identically: the config's hyperparameters (a constant), both networks, Adam, the
+  /// envs, the counters and, when config().checkpoint_buffers, the replay buffer.
+  template <class C>
+  void bind_checkpoint(C& c) {
+    c.bind_constant("config", config_.hyperparameters());
+    c.bind("q/parameters", backend_, q_.parameters());
+    c.bind("target/parameters", backend_, target_.parameters());
+    opt_.bind_checkpoint(c, "q/adam/");
+    env_.bind_checkpoint(c, "env/");
+    if (config_.checkpoint_buffers) {
+      if (per_) {
+        per_->bind_checkpoint(c, "replay/");
+      } else {
+        uniform_->bind_checkpoint(c, "replay/");
+      }
+    }
+    c.bind_value("global_step", global_step_);
+    c.bind_value("iteration", iteration_);
+    c.bind_value("gradient_step", gradient_step_);
+  }
+
+  /// @brief Writes a checkpoint of the whole training state to `path` (atomically: a crash leaves
+  /// the old file or the new one).
+  /// @throw rlkernels::error on an I/O failure
+  void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
+
+  /// @brief Restores the training state from a checkpoint written by a run with the same
+  /// hyperparameters (and checkpoint_buffers setting); training then continues exactly as the
+  /// saved run would have (on the same backend). All or nothing.
+  /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
+  void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
+
+ private:
+  static dqn_config checked(dqn_config c) {
+    c.validate();
+    return c;
+  }
+  static adam_params adam_for(const dqn_config& c) {
+    adam_params p;
+    p.learning_rate = c.learning_rate;
+    p.epsilon = c.adam_epsilon;
+    return p;
+  }
+  std::vector<int> layer_sizes() const {
+    std::vector<int> s{observation_size};
+    s.insert(s.end(), config_.hidden_sizes.begin(), config_.hidden_sizes.end());
+    s.push_back(num_actions);
+    return s;
+  }
+
+  /// Epsilon-greedy (epsilon 0: argmax) actions for observations [B, obs], row i drawing from
+  /// rng(key, first_stream + i, draw). The Q-network runs only when some action may be greedy.
+  void select_actions(view<const T> observations, view<action_type> actions, double eps, std::uint64_t key,
+                      std::uint64_t first_stream, std::uint64_t draw) {
+    constexpr const char* who = "rlkernels::dqn::act";
+    RLK_EXPECTS(observations.size() % std::size_t(observation_size) == 0, std::invalid_argument, who,
+                ": observations has ", observations.size(), " elements, not a multiple of ", observation_size);
+    const std::size_t b = observations.size() / std::size_t(observation_size);
+    RLK_EXPECTS(b <= q_ws_.max_batch(), std::invalid_argument, who, ": ", b, " rows, at most ", q_ws_.max_batch(),
+                " (max(num_envs, batch_size))");
+    detail::check_view_size(actions.size(), actions.data(), b, who, "actions");
+    if (b == 0) return;
+    const T* q = eps >= 1.0 ? nullptr : q_.forward(observations, q_ws_).data();
+    for_each_index(backend_, b,
+                   detail::epsilon_greedy_kernel<T>{q, actions.data(), std::size_t(num_actions), eps, key,
+                                                    first_stream, draw});
+  }
+
+  /// One gradient step on a fresh batch: sample, loss and gradient, clip, Adam, priorities.
+  void gradient_step(dqn_iteration_stats& stats) {
+    const std::uint64_t key = detail::derive_key(config_.seed, detail::dqn_key_replay);
+    const std::uint64_t draw = gradient_step_;
+    if (per_) {
+      per_->sample(key, draw, batch_, T(stats.beta), config_.n_step, T(config_.gamma));
+    } else {
+      uniform_->sample(key, draw, batch_, config_.n_step, T(config_.gamma));
+    }
+    const dqn_loss l = loss_and_gradients(batch_);
+    RLK_EXPECTS(std::isfinite(l.loss), error, "rlkernels::dqn::iterate: the TD loss is ", l.loss, " at gradient step ",
+                gradient_step_ + 1, " (diverged training); the parameters were left unchanged");
+    if (config_.max_grad_norm > 0) stats.grad_norm = clip_grad_norm(backend_, {q_.gradients()}, config_.max_grad_norm);
+    opt_.step(q_.parameters(), q_.gradients());
+    if (per_) per_->update_priorities(batch_.indices.cview(), td_errors_.cview());
+    ++gradient_step_;
+    ++stats.gradient_steps;
+    stats.q_loss = l.loss;
+    stats.q_mean = l.q_mean;
+    stats.mean_abs_td_error = l.mean_abs_td_error;
+  }
+
+  Backend backend_;
+  dqn_config config_;
+  typename Env::Params env_params_;
+  env_type env_;
+  mlp<T, Backend> q_, target_;
+  adam<T, Backend> opt_;
+  mlp_workspace<T, Backend> q_ws_, q_next_ws_, target_ws_;
+  std::optional<replay_buffer<T, std::int32_t, Backend>> uniform_;
+  std::optional<prioritized_replay_buffer<T, std::int32_t, Backend>> per_;
+  batch_type batch_;
+  buffer<T, Backend> observations_;          // [N, obs] s_t, kept across the env step
+  buffer<std::int32_t, Backend> actions_;    // [N] a_t
+  buffer<T, Backend> targets_, td_errors_;   // [B]
+  buffer<T, Backend> grad_q_;                // [B, A] d loss / d Q
+  std::uint64_t global_step_ = 0, iteration_ = 0, gradient_step_ = 0;
+};
+
+/// @brief DQN hyperparameters tuned for the env `id` (a Gymnasium id), with the seed left at 1;
+/// docs/training.md has the five-seed results. dqn_config{} gives CleanRL's defaults for any env.
+///
+/// - CartPole-v0/v1: rl-baselines3-zoo's CartPole DQN (lr 2.3e-3, batch 64, buffer 100k,
+///   learning_starts 1000, target copy every 10 steps, epsilon to 0.04 over 16%, 50k steps) with a
+///   64-64 network instead of 256-256 and half-sized training phases (64 gradient steps every 128
+///   env steps instead of 128 every 256: the same updates per step, fresher data): about 2.5 s on
+///   one core; the greedy policy of each of seeds 1-5 scores 500.
+/// @throw std::invalid_argument for an id without a preset
+inline dqn_config dqn_preset(const std::string& id) {
+  dqn_config c;
+  if (id == "CartPole-v1" || id == "CartPole-v0") {
+    c.total_timesteps = 50000;
+    c.learning_rate = 2.3e-3;
+    c.batch_size = 64;
+    c.buffer_size = 100000;
+    c.learning_starts = 1000;
+    c.train_frequency = 128;
+    c.gradient_steps = 64;
+    c.target_network_frequency = 10;
+    c.exploration_fraction = 0.16;
+    c.end_e = 0.04;
+    c.hidden_sizes = {64, 64};
+    return c;
+  }
+  throw std::invalid_argument("rlkernels::dqn_preset: no DQN preset for '" + id +
+                              "' (presets: CartPole-v1, CartPole-v0); use dqn_config{} (CleanRL's defaults)");
+}
+
+}  // namespace rlkernels

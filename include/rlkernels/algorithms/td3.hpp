@@ -1,0 +1,479 @@
+// rlkernels/algorithms/td3.hpp
+// Twin Delayed DDPG (Fujimoto et al. 2018): a deterministic tanh actor, twin critics, target
+// policy smoothing and delayed actor/target updates, as CleanRL's td3_continuous_action.py
+// computes it, composed of public rlkernels pieces: vec_env, replay_buffer, the TD3 losses, MLPs,
+// Adam and polyak_update. Read `iterate()` and `update()` top to bottom to see one step and one
+// gradient step.
+#pragma once
+
+#include "../buffers/replay_buffer.hpp"
+#include "../core/backend.hpp"
+#include "../core/error.hpp"
+#include "../core/memory.hpp"
+#include "../envs/vec_env.hpp"
+#include "../losses/polyak.hpp"
+#include "../losses/td3.hpp"
+#include "../nn/mlp.hpp"
+#include "../nn/optim.hpp"
+#include "actor_critic.hpp"
+#include "checkpointing.hpp"
+#include "common.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rlkernels {
+
+/// @brief TD3's hyperparameters. The defaults are CleanRL's td3_continuous_action.py (noise
+/// scales are fractions of the action range's half-width, as CleanRL's `* action_scale`); see
+/// td3_preset() for tuned per-env settings.
+struct td3_config {
+  // ---- data ----
+  std::size_t num_envs = 1;                 ///< parallel envs N (one iteration = one step of each)
+  std::uint64_t total_timesteps = 1000000;  ///< env steps to train for (all envs)
+  std::size_t buffer_size = 1000000;        ///< replay capacity in transitions (rounded up to whole steps of N)
+  std::uint64_t learning_starts = 25000;    ///< env steps of uniform random actions before the first update
+  // ---- optimisation ----
+  std::size_t batch_size = 256;      ///< transitions per gradient step
+  std::size_t gradient_steps = 1;    ///< gradient steps per iteration (after learning_starts)
+  double gamma = 0.99;               ///< discount
+  double tau = 0.005;                ///< Polyak weight of the target networks' update
+  double policy_lr = 3e-4;           ///< Adam step size of the actor
+  double q_lr = 3e-4;                ///< Adam step size of the critics
+  double adam_epsilon = 1e-8;        ///< Adam's epsilon (PyTorch's default)
+  std::uint64_t policy_frequency = 2;  ///< critic steps per actor step and target update (TD3's delay d)
+  double policy_noise = 0.2;         ///< std of the target policy smoothing noise
+  double noise_clip = 0.5;           ///< bound of the smoothing noise
+  double exploration_noise = 0.1;    ///< std of the Gaussian exploration noise on the actor's actions
+  double critic_loss_scale = 1.0;    ///< 1: mse(Q1) + mse(Q2) (CleanRL and SB3)
+  // ---- networks ----
+  std::vector<int> hidden_sizes = {256, 256};        ///< hidden widths of the actor and of each critic
+  activation hidden_activation = activation::relu;  ///< after each hidden layer
+  // ---- reproducibility ----
+  std::uint64_t seed = 1;  ///< seeds envs, initial weights, actions, batches and noise
+  // ---- checkpoints (not part of hyperparameters()) ----
+  std::string checkpoint_dir;          ///< directory of automatic checkpoints (empty: none)
+  std::uint64_t checkpoint_every = 0;  ///< iterations between automatic checkpoints (0: none)
+  std::size_t checkpoint_keep = 3;     ///< newest automatic checkpoints kept
+  bool checkpoint_buffers = true;      ///< include the replay buffer in checkpoints (exact resume)
+
+  /// Replay ring rows: ceil(buffer_size / num_envs).
+  std::size_t buffer_steps() const noexcept { return num_envs ? (buffer_size + num_envs - 1) / num_envs : 0; }
+  /// Iterations (steps of all N envs) to cover total_timesteps.
+  std::uint64_t num_iterations() const noexcept {
+    return num_envs ? (total_timesteps + num_envs - 1) / num_envs : 0;
+  }
+  /// "key=value" lines of every hyperparameter (not the checkpoint settings), as checkpoints record them.
+  std::string hyperparameters() const {
+    return detail::hyperparameter_lines{}
+        .add("algorithm", "td3")
+        .add("num_envs", num_envs)
+        .add("total_timesteps", total_timesteps)
+        .add("buffer_size", buffer_size)
+        .add("learning_starts", learning_starts)
+        .add("batch_size", batch_size)
+        .add("gradient_steps", gradient_steps)
+        .add("gamma", gamma)
+        .add("tau", tau)
+        .add("policy_lr", policy_lr)
+        .add("q_lr", q_lr)
+        .add("adam_epsilon", adam_epsilon)
+        .add("policy_frequency", policy_frequency)
+        .add("policy_noise", policy_noise)
+        .add("noise_clip", noise_clip)
+        .add("exploration_noise", exploration_noise)
+        .add("critic_loss_scale", critic_loss_scale)
+        .add("hidden_sizes", hidden_sizes)
+        .add("hidden_activation", activation_name(hidden_activation))
+        .add("seed", seed)
+        .str();
+  }
+  /// @brief Throws std::invalid_argument naming the first bad field.
+  void validate() const {
+    constexpr const char* who = "rlkernels::td3_config";
+    RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
+    RLK_EXPECTS(batch_size >= 1, std::invalid_argument, who, ": batch_size must be >= 1");
+    RLK_EXPECTS(buffer_size >= 1, std::invalid_argument, who, ": buffer_size must be >= 1");
+    RLK_EXPECTS(gradient_steps >= 1, std::invalid_argument, who, ": gradient_steps must be >= 1");
+    RLK_EXPECTS(gamma >= 0 && gamma <= 1, std::invalid_argument, who, ": gamma must be in [0, 1], got ", gamma);
+    RLK_EXPECTS(tau >= 0 && tau <= 1, std::invalid_argument, who, ": tau must be in [0, 1], got ", tau);
+    RLK_EXPECTS(std::isfinite(policy_lr) && policy_lr >= 0, std::invalid_argument, who,
+                ": policy_lr must be finite and >= 0, got ", policy_lr);
+    RLK_EXPECTS(std::isfinite(q_lr) && q_lr >= 0, std::invalid_argument, who, ": q_lr must be finite and >= 0, got ",
+                q_lr);
+    RLK_EXPECTS(adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", adam_epsilon);
+    RLK_EXPECTS(policy_frequency >= 1, std::invalid_argument, who, ": policy_frequency must be >= 1");
+    RLK_EXPECTS(std::isfinite(policy_noise) && policy_noise >= 0, std::invalid_argument, who,
+                ": policy_noise must be finite and >= 0, got ", policy_noise);
+    RLK_EXPECTS(std::isfinite(noise_clip) && noise_clip >= 0, std::invalid_argument, who,
+                ": noise_clip must be finite and >= 0, got ", noise_clip);
+    RLK_EXPECTS(std::isfinite(exploration_noise) && exploration_noise >= 0, std::invalid_argument, who,
+                ": exploration_noise must be finite and >= 0, got ", exploration_noise);
+    RLK_EXPECTS(std::isfinite(critic_loss_scale) && critic_loss_scale > 0, std::invalid_argument, who,
+                ": critic_loss_scale must be > 0, got ", critic_loss_scale);
+    RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
+    for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
+    RLK_EXPECTS(checkpoint_every == 0 || !checkpoint_dir.empty(), std::invalid_argument, who,
+                ": checkpoint_every is ", checkpoint_every, " but checkpoint_dir is empty");
+    RLK_EXPECTS(checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
+  }
+};
+
+/// @brief What one TD3 iteration (one step of every env, then the gradient steps due) did.
+struct td3_iteration_stats {
+  std::uint64_t iteration = 0;       ///< 1-based
+  std::uint64_t global_step = 0;     ///< env steps so far (all envs)
+  std::uint64_t episodes = 0;        ///< episodes completed in this iteration
+  double episode_return_sum = 0;     ///< sum of their returns
+  double episode_length_sum = 0;     ///< sum of their lengths
+  std::uint64_t gradient_steps = 0;  ///< critic steps taken in this iteration
+  double critic_loss = 0;            ///< last critic step's scale * (mse(Q1) + mse(Q2))
+  double actor_loss = 0;             ///< last actor step's -mean Q1(s, mu(s))
+  double seconds = 0;                ///< wall-clock of the iteration
+};
+
+/// @brief A TD3 agent and its training loop for a continuous-action rlkernels environment `Env`
+/// on `Backend`: a deterministic actor mu(s) in [-1, 1]^D (tanh output, mapped linearly to the
+/// env's bounds), two critics Q(s, a) and targets of all three. Networks start from PyTorch's
+/// default Linear initialisation, as in CleanRL.
+///
+///     rlkernels::td3<rlkernels::pendulum<float>, rlkernels::serial_backend> agent(rlkernels::serial, config);
+///     while (!agent.done()) agent.iterate();
+///
+/// Truncation bootstraps through the stored final observation; a run is the same on serial and
+/// OpenMP (any thread count) for a given config and seed.
+template <class Env, class Backend>
+class td3 {
+  static_assert(Env::action_space == action_kind::continuous,
+                "rlkernels::td3: TD3 needs a continuous action space (use dqn or ppo for discrete actions)");
+
+ public:
+  using env_type = vec_env<Env, Backend>;              ///< the training envs
+  using scalar_type = typename env_type::scalar_type;  ///< float or double
+  using action_type = scalar_type;                     ///< continuous actions
+  using backend_type = Backend;                        ///< where everything runs
+  using T = scalar_type;                               ///< shorthand for scalar_type
+  static constexpr int observation_size = env_type::observation_size;  ///< O
+  static constexpr int action_size = env_type::action_width;           ///< D
+
+  /// @brief Builds envs, networks, optimisers and the replay buffer.
+  /// @throw std::invalid_argument on a bad config (see td3_config::validate); out_of_memory
+  td3(Backend backend, td3_config config, typename Env::Params env_params = {})
+      : backend_(backend), lb_(detail::light_backend(backend)), config_(checked(std::move(config))),
+        env_params_(env_params), env_(backend, config_.num_envs, config_.seed, env_params),
+        replay_(backend, config_.buffer_steps(), config_.num_envs, observation_size, action_size),
+        batch_(backend, config_.batch_size, observation_size, action_size),
+        actor_(backend, sizes(observation_size, action_size), config_.hidden_activation, activation::tanh),
+        actor_target_(backend, sizes(observation_size, action_size), config_.hidden_activation, activation::tanh),
+        q1_(backend, sizes(q_inputs, 1), config_.hidden_activation, activation::identity),
+        q2_(backend, sizes(q_inputs, 1), config_.hidden_activation, activation::identity),
+        q1_target_(backend, sizes(q_inputs, 1), config_.hidden_activation, activation::identity),
+        q2_target_(backend, sizes(q_inputs, 1), config_.hidden_activation, activation::identity),
+        actor_opt_(backend, actor_.num_parameters(), adam_with(config_.policy_lr)),
+        q1_opt_(backend, q1_.num_parameters(), adam_with(config_.q_lr)),
+        q2_opt_(backend, q2_.num_parameters(), adam_with(config_.q_lr)), actor_ws_(actor_, rows()),
+        target_actor_ws_(actor_target_, config_.batch_size), q1_ws_(q1_, config_.batch_size),
+        q2_ws_(q2_, config_.batch_size), target_ws_(q1_target_, config_.batch_size), target_ws2_(q2_target_, config_.batch_size),
+        obs_before_(backend, config_.num_envs * std::size_t(observation_size)),
+        actions_(backend, config_.num_envs * std::size_t(action_size)),
+        env_actions_(backend, rows() * std::size_t(action_size)),
+        next_actions_(backend, config_.batch_size * std::size_t(action_size)),
+        critic_in_(backend, config_.batch_size * std::size_t(q_inputs)),
+        targets_(backend, config_.batch_size), grad_q1_(backend, config_.batch_size), grad_q2_(backend, config_.batch_size),
+        grad_in_(backend, config_.batch_size * std::size_t(q_inputs)),
+        grad_actions_(backend, config_.batch_size * std::size_t(action_size)) {
+    const layer_init torch{weight_init::pytorch_default, 1.0, 0.0};
+    actor_.initialize(detail::derive_key(config_.seed, detail::ac_key_actor_init), torch, torch);
+    q1_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic1_init), torch, torch);
+    q2_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic2_init), torch, torch);
+    actor_target_.copy_parameters_from(actor_);
+    q1_target_.copy_parameters_from(q1_);
+    q2_target_.copy_parameters_from(q2_);
+  }
+
+  /// The configuration.
+  const td3_config& config() const noexcept { return config_; }
+  /// Env steps taken so far (all envs).
+  std::uint64_t global_step() const noexcept { return global_step_; }
+  /// Iterations done so far.
+  std::uint64_t iteration() const noexcept { return iteration_; }
+  /// Critic gradient steps done so far.
+  std::uint64_t gradient_steps() const noexcept { return critic_updates_; }
+  /// True once total_timesteps env steps have been taken.
+  bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
+  /// The deterministic policy mu(s) in [-1, 1]^D.
+  mlp<T, Backend>& actor() noexcept { return actor_; }
+  /// The actor's Polyak-averaged target.
+  mlp<T, Backend>& actor_target() noexcept { return actor_target_; }
+  /// The first critic Q1(s, a), input [observation, action in [-1, 1]].
+  mlp<T, Backend>& critic1() noexcept { return q1_; }
+  /// The second critic Q2(s, a).
+  mlp<T, Backend>& critic2() noexcept { return q2_; }
+  /// Q1's target.
+  mlp<T, Backend>& critic1_target() noexcept { return q1_target_; }
+  /// Q2's target.
+  mlp<T, Backend>& critic2_target() noexcept { return q2_target_; }
+  /// The training envs.
+  env_type& envs() noexcept { return env_; }
+  /// The replay buffer (actions in [-1, 1]).
+  replay_buffer<T, T, Backend>& replay() noexcept { return replay_; }
+
+  /// @brief One iteration: every env takes one step (uniform random actions during the first
+  /// learning_starts steps, then mu(s) + N(0, exploration_noise) clipped to [-1, 1]), the
+  /// transitions go into the replay buffer, then gradient_steps updates once learning_starts
+  /// steps have been taken.
+  /// @throw std::logic_error if training is already done(); rlkernels::error if a loss becomes NaN
+  td3_iteration_stats iterate() {
+    using clock = std::chrono::steady_clock;
+    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::td3::iterate: training is done (", global_step_,
+                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
+    const auto t0 = clock::now();
+    td3_iteration_stats stats;
+    stats.iteration = ++iteration_;
+    const std::size_t n = config_.num_envs, nd = n * std::size_t(action_size);
+    const std::uint64_t draw = action_draw_++;
+    if (global_step_ < config_.learning_starts) {
+      for_each_index(lb_, nd, detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions), draw, actions_.data()});
+    } else {
+      const view<const T> mu = actor_.forward(env_.observations().cview(), actor_ws_);
+      for_each_index(lb_, nd,
+                     detail::gaussian_exploration_kernel<T>{mu.data(), actions_.data(), T(config_.exploration_noise),
+                                                            detail::derive_key(config_.seed, detail::ac_key_actions), draw});
+    }
+    copy(lb_, env_.observations().cview(), obs_before_.view());
+    for_each_index(lb_, nd, detail::to_env_action_kernel<T>{actions_.data(), env_actions_.data(), Env::action_low, Env::action_high});
+    env_.step(env_actions_.cview().subview(0, nd));
+    replay_.add(obs_before_.cview(), actions_.cview(), env_);
+    global_step_ += n;
+    const episode_statistics ep = env_.get_episode_statistics();
+    if (ep.count) env_.clear_episode_statistics();
+    stats.episodes = ep.count;
+    stats.episode_return_sum = ep.mean_return * double(ep.count);
+    stats.episode_length_sum = ep.mean_length * double(ep.count);
+    if (global_step_ > config_.learning_starts) {
+      for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
+    }
+    stats.global_step = global_step_;
+    if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) {
+      detail::auto_checkpoint(*this, config_.checkpoint_dir, "td3", config_.checkpoint_keep, global_step_);
+    }
+    stats.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    return stats;
+  }
+
+  /// @brief Writes the policy's actions, in the env's units, for observations [B, O]: mu(s) when
+  /// `deterministic`, else mu(s) + N(0, exploration_noise) clipped (element k from rng(seed, k, draw)).
+  /// B must be at most max(num_envs, batch_size).
+  /// @throw std::invalid_argument on sizes that do not fit
+  void act(view<const T> observations, view<T> actions, bool deterministic, std::uint64_t seed = 0,
+           std::uint64_t draw = 0) {
+    constexpr const char* who = "rlkernels::td3::act";
+    RLK_EXPECTS(observations.size() % std::size_t(observation_size) == 0 && observations.size() > 0,
+                std::invalid_argument, who, ": observations has ", observations.size(),
+                " elements, not a positive multiple of ", observation_size);
+    const std::size_t b = observations.size() / std::size_t(observation_size), bd = b * std::size_t(action_size);
+    RLK_EXPECTS(b <= rows(), std::invalid_argument, who, ": ", b, " rows, at most max(num_envs, batch_size) = ", rows());
+    detail::check_view_size(actions.size(), actions.data(), bd, who, "actions");
+    const view<const T> mu = actor_.forward(observations, actor_ws_);
+    const T* a = mu.data();
+    if (!deterministic) {
+      for_each_index(lb_, bd,
+                     detail::gaussian_exploration_kernel<T>{mu.data(), env_actions_.data(), T(config_.exploration_noise),
+                                                            seed, draw});
+      a = env_actions_.data();
+    }
+    for_each_index(lb_, bd, detail::to_env_action_kernel<T>{a, actions.data(), Env::action_low, Env::action_high});
+  }
+
+  /// @brief Evaluation on `episodes` fresh envs seeded with `seed` (one episode each); training
+  /// state is untouched. See detail::evaluate_policy.
+  /// @throw std::invalid_argument if episodes is 0; rlkernels::error if an episode does not end within max_steps
+  policy_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
+                             std::size_t max_steps = 1000000) {
+    return detail::evaluate_policy<Env>(backend_, env_params_, episodes, seed, rows(), max_steps,
+                                        "rlkernels::td3::evaluate",
+                                        [&](view<const T> obs, view<T> actions, std::size_t first, std::size_t step) {
+                                          // Stochastic draws: a key of their own, one per chunk of envs.
+                                          act(obs, actions, deterministic,
+                                              detail::derive_key(detail::derive_key(seed, detail::ac_key_evaluation), first),
+                                              step);
+                                        });
+  }
+
+  /// The batch type of the replay buffer (observations, actions in [-1, 1], rewards, next observations, ...).
+  using batch_type = replay_batch<T, T, Backend>;
+
+  /// @brief One gradient step on a fresh uniform batch: the critics towards the clipped double-Q
+  /// target with target policy smoothing (critic_loss_and_gradients); every policy_frequency-th
+  /// critic step also the actor (actor_loss_and_gradients) and the Polyak update of all three targets.
+  /// @throw rlkernels::error if a loss is NaN or infinite (training diverged)
+  void update(td3_iteration_stats& stats) {
+    replay_.sample(detail::derive_key(config_.seed, detail::ac_key_batches), batch_draw_++, batch_);
+    const twin_critic_loss_result cl = critic_loss_and_gradients(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
+    RLK_EXPECTS(std::isfinite(cl.loss), error, "rlkernels::td3::update: the critic loss is ", cl.loss,
+                " at gradient step ", critic_updates_ + 1, " (training diverged)");
+    q1_opt_.step(q1_.parameters(), q1_.gradients());
+    q2_opt_.step(q2_.parameters(), q2_.gradients());
+    ++critic_updates_;
+    ++stats.gradient_steps;
+    stats.critic_loss = cl.loss;
+    if (!td3_should_update_actor(critic_updates_, config_.policy_frequency)) return;
+    const double actor_loss = actor_loss_and_gradients(batch_);
+    RLK_EXPECTS(std::isfinite(actor_loss), error, "rlkernels::td3::update: the actor loss is ", actor_loss,
+                " at gradient step ", critic_updates_, " (training diverged)");
+    actor_opt_.step(actor_.parameters(), actor_.gradients());
+    stats.actor_loss = actor_loss;
+    polyak_update(lb_, view<const T>(actor_.parameters()), actor_target_.parameters(), T(config_.tau));
+    polyak_update(lb_, view<const T>(q1_.parameters()), q1_target_.parameters(), T(config_.tau));
+    polyak_update(lb_, view<const T>(q2_.parameters()), q2_target_.parameters(), T(config_.tau));
+  }
+
+  /// @brief The critics' loss on `batch` and its gradients, without an optimiser step:
+  ///
+  ///     a' = clip(mu_target(s') + clip(policy_noise * N(0, 1), -noise_clip, noise_clip), -1, 1)
+  ///     y = r + gamma (1 - terminated) min(Q1_target, Q2_target)(s', a')
+  ///     loss = critic_loss_scale * (mean (Q1(s, a) - y)^2 + mean (Q2(s, a) - y)^2)
+  ///
+  /// with the smoothing noise from td3_smoothed_target_actions(noise_seed, draw) and y constant;
+  /// d loss / d parameters go into critic1().gradients() and critic2().gradients().
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
+    check_batch(batch, "rlkernels::td3::critic_loss_and_gradients");
+    const view<const T> mu_next = actor_target_.forward(batch.next_observations.cview(), target_actor_ws_);
+    td3_smoothed_target_actions(lb_, mu_next, noise_seed, draw, T(config_.policy_noise), T(config_.noise_clip), T(-1),
+                                T(1), next_actions_.view());
+    critic_input(batch.next_observations.cview(), next_actions_.cview());
+    const view<const T> q1_next = q1_target_.forward(critic_in_.cview(), target_ws_);
+    const view<const T> q2_next = q2_target_.forward(critic_in_.cview(), target_ws2_);
+    td3_critic_targets(lb_, batch.rewards.cview(), batch.terminated.cview(), q1_next, q2_next,
+                       T(config_.gamma), targets_.view());
+    critic_input(batch.observations.cview(), batch.actions.cview());
+    const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
+    const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
+    const twin_critic_loss_result cl = td3_critic_loss(lb_, q1, q2, targets_.cview(), grad_q1_.view(), grad_q2_.view(),
+                                                       T(config_.critic_loss_scale));
+    q1_.backward(critic_in_.cview(), grad_q1_.cview(), q1_ws_);
+    q2_.backward(critic_in_.cview(), grad_q2_.cview(), q2_ws_);
+    return cl;
+  }
+
+  /// @brief The actor's loss -mean Q1(s, mu(s)) on the batch's observations and its gradient
+  /// (into actor().gradients(); the critics' gradients are untouched), without an optimiser step.
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  double actor_loss_and_gradients(const batch_type& batch) {
+    check_batch(batch, "rlkernels::td3::actor_loss_and_gradients");
+    const std::size_t bd = config_.batch_size * std::size_t(action_size);
+    const view<const T> obs = batch.observations.cview();
+    const view<const T> mu = actor_.forward(obs, actor_ws_);
+    critic_input(obs, mu);
+    const view<const T> q1_pi = q1_.forward(critic_in_.cview(), q1_ws_);
+    const double loss = td3_actor_loss(lb_, q1_pi, grad_q1_.view());
+    q1_.input_gradient(critic_in_.cview(), grad_q1_.cview(), q1_ws_, grad_in_.view());
+    for_each_index(lb_, bd, detail::action_columns_kernel<T>{grad_in_.data(), nullptr, grad_actions_.data(),
+                                                             std::size_t(observation_size), std::size_t(action_size)});
+    actor_.backward(obs, grad_actions_.cview(), actor_ws_);
+    return loss;
+  }
+
+  /// @brief Binds everything a resumed run needs into checkpoint `c` (networks, targets,
+  /// optimisers, envs, counters, and the replay buffer when config().checkpoint_buffers).
+  template <class C>
+  void bind_checkpoint(C& c) {
+    c.bind_constant("config", config_.hyperparameters());
+    c.bind("actor/parameters", backend_, actor_.parameters());
+    c.bind("actor_target/parameters", backend_, actor_target_.parameters());
+    c.bind("q1/parameters", backend_, q1_.parameters());
+    c.bind("q2/parameters", backend_, q2_.parameters());
+    c.bind("q1_target/parameters", backend_, q1_target_.parameters());
+    c.bind("q2_target/parameters", backend_, q2_target_.parameters());
+    actor_opt_.bind_checkpoint(c, "actor_adam/");
+    q1_opt_.bind_checkpoint(c, "q1_adam/");
+    q2_opt_.bind_checkpoint(c, "q2_adam/");
+    env_.bind_checkpoint(c, "env/");
+    if (config_.checkpoint_buffers) replay_.bind_checkpoint(c, "replay/");
+    c.bind_value("counters/global_step", global_step_);
+    c.bind_value("counters/iteration", iteration_);
+    c.bind_value("counters/critic_updates", critic_updates_);
+    c.bind_value("counters/action_draw", action_draw_);
+    c.bind_value("counters/batch_draw", batch_draw_);
+    c.bind_value("counters/noise_draw", noise_draw_);
+  }
+  /// @brief Saves the whole training state to `path` (atomically: see rlkernels::checkpoint::save).
+  void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
+  /// @brief Restores a state saved by save_checkpoint() from the same config; resuming then continues
+  /// bit-identically to the uninterrupted run on the same backend.
+  /// @throw checkpoint_error (nothing is changed) if the file is damaged or from another config/shape
+  void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
+
+ private:
+  static constexpr int q_inputs = observation_size + action_size;
+
+  static td3_config checked(td3_config c) {
+    c.validate();
+    return c;
+  }
+  adam_params adam_with(double lr) const {
+    adam_params p;
+    p.learning_rate = lr;
+    p.epsilon = config_.adam_epsilon;
+    return p;
+  }
+  std::vector<int> sizes(int in, int out) const {
+    std::vector<int> s{in};
+    s.insert(s.end(), config_.hidden_sizes.begin(), config_.hidden_sizes.end());
+    s.push_back(out);
+    return s;
+  }
+  std::size_t rows() const noexcept { return std::max(config_.num_envs, config_.batch_size); }
+  void check_batch(const batch_type& batch, const char* who) const {
+    RLK_EXPECTS(batch.size() == config_.batch_size, std::invalid_argument, who, ": the batch has ", batch.size(),
+                " transitions, the config's batch_size is ", config_.batch_size);
+  }
+  void critic_input(view<const T> observations, view<const T> actions) {
+    for_each_index(lb_, config_.batch_size * std::size_t(q_inputs),
+                   detail::concat_kernel<T>{observations.data(), actions.data(), critic_in_.data(),
+                                            std::size_t(observation_size), std::size_t(action_size)});
+  }
+
+  Backend backend_;
+  Backend lb_;
+  td3_config config_;
+  typename Env::Params env_params_;
+  env_type env_;
+  replay_buffer<T, T, Backend> replay_;
+  batch_type batch_;
+  mlp<T, Backend> actor_, actor_target_, q1_, q2_, q1_target_, q2_target_;
+  adam<T, Backend> actor_opt_, q1_opt_, q2_opt_;
+  mlp_workspace<T, Backend> actor_ws_, target_actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
+  buffer<T, Backend> obs_before_, actions_, env_actions_, next_actions_, critic_in_, targets_, grad_q1_,
+      grad_q2_, grad_in_, grad_actions_;
+  std::uint64_t global_step_ = 0, iteration_ = 0, critic_updates_ = 0, action_draw_ = 0, batch_draw_ = 0,
+                noise_draw_ = 0;
+};
+
+/// @brief TD3 hyperparameters tuned for the env `id` (a Gymnasium id); CleanRL's defaults
+/// (td3_config{}) for envs without a preset. The seed is left at 1.
+///
+/// - Pendulum-v1: 64x64 ReLU networks, batch 100, 100 warm-up steps, learning rates 1e-3,
+///   20k steps (every seed evaluates above -200, see docs/training.md).
+inline td3_config td3_preset(std::string_view id) {
+  td3_config c;
+  if (id == "Pendulum-v1") {
+    c.total_timesteps = 20000;
+    c.hidden_sizes = {64, 64};
+    c.batch_size = 100;
+    c.learning_starts = 100;
+    c.policy_lr = 1e-3;
+    c.q_lr = 1e-3;
+  }
+  return c;
+}
+
+}  // namespace rlkernels

@@ -1,0 +1,510 @@
+// SAC and TD3 trainers: their critic and actor losses against a float64 reference written here
+// from the papers' formulas (plain-loop networks), the assembled gradients against finite
+// differences, reproducibility (repeat runs, thread counts), checkpoint resume bit for bit, the
+// act/evaluate contract, config validation, and learning on Pendulum-v1.
+#include "../test_backend.hpp"
+
+#include <rlkernels/algorithms/sac.hpp>
+#include <rlkernels/algorithms/td3.hpp>
+#include <rlkernels/envs/pendulum.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+using rlk_test::backend_t;
+using namespace rlkernels;
+using Catch::Matchers::Contains;
+
+/// y = f_L(... f_1(x W_1^T + b_1) ...) with the MLP's flat PyTorch layout, in double.
+std::vector<double> ref_mlp(const std::vector<double>& p, const std::vector<int>& sizes, activation hidden,
+                            activation out, std::vector<double> x) {
+  std::size_t off = 0;
+  for (std::size_t l = 0; l + 1 < sizes.size(); ++l) {
+    const int in = sizes[l], o = sizes[l + 1];
+    std::vector<double> y(static_cast<std::size_t>(o));
+    for (int j = 0; j < o; ++j) {
+      double z = p[off + std::size_t(o * in) + std::size_t(j)];
+      for (int i = 0; i < in; ++i) z += p[off + std::size_t(j * in + i)] * x[std::size_t(i)];
+      const activation a = l + 2 == sizes.size() ? out : hidden;
+      y[std::size_t(j)] = a == activation::relu ? std::max(z, 0.0) : a == activation::tanh ? std::tanh(z) : z;
+    }
+    off += std::size_t(o * in + o);
+    x = y;
+  }
+  return x;
+}
+
+std::vector<double> row(const std::vector<double>& v, std::size_t i, std::size_t w) {
+  return std::vector<double>(v.begin() + std::ptrdiff_t(i * w), v.begin() + std::ptrdiff_t((i + 1) * w));
+}
+std::vector<double> concat(std::vector<double> a, const std::vector<double>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/// The standard normals eps that tanh_gaussian_sample(seed, draw) uses for a [rows, dim] batch:
+/// with mean 0 and log-std 0, the sample's eps output is the noise itself.
+std::vector<double> tanh_gaussian_noise(std::size_t rows, std::size_t dim, std::uint64_t seed, std::uint64_t draw) {
+  auto zero = rlk_test::zeros<double>(rows * dim);
+  auto actions = rlk_test::zeros<double>(rows * dim);
+  auto eps = rlk_test::zeros<double>(rows * dim);
+  tanh_gaussian_sample(rlk_test::backend(), gaussian_view<double>{dim, zero.cview(), zero.cview()},
+                       action_bounds<double>{}, seed, draw, actions.view(), eps.view());
+  return eps.to_host();
+}
+
+sac_config small_sac() {
+  sac_config c;
+  c.hidden_sizes = {8, 8};
+  c.batch_size = 16;
+  c.buffer_size = 500;
+  c.learning_starts = 64;
+  c.total_timesteps = 400;
+  c.policy_frequency = 2;
+  c.q_lr = c.policy_lr = c.alpha_lr = 1e-3;
+  c.seed = 5;
+  return c;
+}
+td3_config small_td3() {
+  td3_config c;
+  c.hidden_sizes = {8, 8};
+  c.batch_size = 16;
+  c.buffer_size = 500;
+  c.learning_starts = 64;
+  c.total_timesteps = 400;
+  c.q_lr = c.policy_lr = 1e-3;
+  c.seed = 5;
+  return c;
+}
+
+template <class Agent>
+void warm_up(Agent& agent, std::size_t iterations) {
+  for (std::size_t i = 0; i < iterations; ++i) agent.iterate();
+}
+
+/// Central differences of `loss()` for a spread of parameters of `net`, against `analytic`.
+template <class Net, class Loss>
+void check_fd(Net& net, const std::vector<double>& analytic, Loss loss, const char* what) {
+  std::vector<double> params = net.parameters_to_host();
+  const double h = 1e-6;
+  const std::size_t stride = params.size() > 40 ? params.size() / 37 : 1;
+  for (std::size_t k = 0; k < params.size(); k += stride) {
+    const double original = params[k];
+    params[k] = original + h;
+    net.set_parameters(params);
+    const double up = loss();
+    params[k] = original - h;
+    net.set_parameters(params);
+    const double down = loss();
+    params[k] = original;
+    net.set_parameters(params);
+    const double fd = (up - down) / (2 * h);
+    INFO(what << " parameter " << k << ": analytic " << analytic[k] << ", finite difference " << fd);
+    CHECK(std::abs(analytic[k] - fd) <= 1e-6 + 1e-5 * std::abs(fd));
+  }
+}
+
+struct host_batch {
+  std::vector<double> obs, actions, rewards, next_obs;
+  std::vector<std::uint8_t> terminated;
+};
+template <class B>
+host_batch to_host(const B& b) {
+  return {b.observations.to_host(), b.actions.to_host(), b.rewards.to_host(), b.next_observations.to_host(),
+          b.terminated.to_host()};
+}
+
+std::string temp_dir(const char* name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("rlk_actor_critic_" + std::string(name) + "_" + std::to_string(long(::getpid())));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+template <class Agent>
+std::vector<std::vector<typename Agent::scalar_type>> all_parameters(Agent& a) {
+  return {a.actor().parameters_to_host(), a.critic1().parameters_to_host(), a.critic2().parameters_to_host(),
+          a.critic1_target().parameters_to_host(), a.critic2_target().parameters_to_host(),
+          a.envs().observations().to_host()};
+}
+
+}  // namespace
+
+TEST_CASE("sac: critic loss equals a float64 reference of the soft double-Q target, gradients match finite differences") {
+  using Agent = sac<pendulum<double>, backend_t>;
+  sac_config c = small_sac();
+  c.gamma = 0.9;
+  c.alpha = 0.3;
+  c.autotune = false;
+  c.critic_loss_scale = 0.5;
+  Agent agent(rlk_test::backend(), c);
+  warm_up(agent, 40);
+  typename Agent::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(99, 1, batch);
+  const host_batch hb = to_host(batch);
+  const std::uint64_t seed = 1234, draw = 7;
+  const twin_critic_loss_result got = agent.critic_loss_and_gradients(batch, seed, draw);
+
+  const std::vector<int> actor_sizes{3, 8, 8, 2}, q_sizes{4, 8, 8, 1};
+  const auto pa = agent.actor().parameters_to_host(), p1 = agent.critic1().parameters_to_host(),
+             p2 = agent.critic2().parameters_to_host(), t1 = agent.critic1_target().parameters_to_host(),
+             t2 = agent.critic2_target().parameters_to_host();
+  const std::vector<double> eps = tanh_gaussian_noise(c.batch_size, 1, seed, draw);
+  double mse1 = 0, mse2 = 0;
+  const double half_log_2pi = 0.5 * std::log(2 * M_PI);
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    const auto s2 = row(hb.next_obs, i, 3);
+    const auto head = ref_mlp(pa, actor_sizes, activation::relu, activation::identity, s2);
+    const double log_std = std::min(std::max(head[1], c.log_std_min), c.log_std_max);
+    const double u = head[0] + std::exp(log_std) * eps[i];
+    const double a2 = std::tanh(u);
+    const double log_pi = -0.5 * eps[i] * eps[i] - log_std - half_log_2pi - std::log(1 - a2 * a2);
+    const double q1t = ref_mlp(t1, q_sizes, activation::relu, activation::identity, concat(s2, {a2}))[0];
+    const double q2t = ref_mlp(t2, q_sizes, activation::relu, activation::identity, concat(s2, {a2}))[0];
+    const double y = hb.rewards[i] + c.gamma * (hb.terminated[i] ? 0.0 : 1.0) * (std::min(q1t, q2t) - c.alpha * log_pi);
+    const auto sa = concat(row(hb.obs, i, 3), {hb.actions[i]});
+    mse1 += std::pow(ref_mlp(p1, q_sizes, activation::relu, activation::identity, sa)[0] - y, 2);
+    mse2 += std::pow(ref_mlp(p2, q_sizes, activation::relu, activation::identity, sa)[0] - y, 2);
+  }
+  mse1 /= double(c.batch_size);
+  mse2 /= double(c.batch_size);
+  CHECK(got.q1_loss == Approx(mse1).epsilon(1e-9));
+  CHECK(got.q2_loss == Approx(mse2).epsilon(1e-9));
+  CHECK(got.loss == Approx(0.5 * (mse1 + mse2)).epsilon(1e-9));
+
+  const std::vector<double> g1 = agent.critic1().gradients_to_host(), g2 = agent.critic2().gradients_to_host();
+  auto loss = [&] { return agent.critic_loss_and_gradients(batch, seed, draw).loss; };
+  check_fd(agent.critic1(), g1, loss, "Q1");
+  check_fd(agent.critic2(), g2, loss, "Q2");
+}
+
+TEST_CASE("sac: actor loss equals a float64 reference, its reparameterised gradient matches finite differences") {
+  using Agent = sac<pendulum<double>, backend_t>;
+  sac_config c = small_sac();
+  c.alpha = 0.7;
+  c.autotune = false;
+  Agent agent(rlk_test::backend(), c);
+  warm_up(agent, 40);
+  typename Agent::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(3, 4, batch);
+  const host_batch hb = to_host(batch);
+  const std::uint64_t seed = 77, draw = 2;
+  const sac_actor_loss_result got = agent.actor_loss_and_gradients(batch, seed, draw);
+
+  const std::vector<int> actor_sizes{3, 8, 8, 2}, q_sizes{4, 8, 8, 1};
+  const auto pa = agent.actor().parameters_to_host(), p1 = agent.critic1().parameters_to_host(),
+             p2 = agent.critic2().parameters_to_host();
+  const std::vector<double> eps = tanh_gaussian_noise(c.batch_size, 1, seed, draw);
+  double loss = 0, entropy = 0;
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    const auto s = row(hb.obs, i, 3);
+    const auto head = ref_mlp(pa, actor_sizes, activation::relu, activation::identity, s);
+    const double log_std = std::min(std::max(head[1], c.log_std_min), c.log_std_max);
+    const double u = head[0] + std::exp(log_std) * eps[i];
+    const double a = std::tanh(u);
+    const double log_pi = -0.5 * eps[i] * eps[i] - log_std - 0.5 * std::log(2 * M_PI) - std::log(1 - a * a);
+    const double q1 = ref_mlp(p1, q_sizes, activation::relu, activation::identity, concat(s, {a}))[0];
+    const double q2 = ref_mlp(p2, q_sizes, activation::relu, activation::identity, concat(s, {a}))[0];
+    loss += c.alpha * log_pi - std::min(q1, q2);
+    entropy -= log_pi;
+  }
+  CHECK(got.loss == Approx(loss / double(c.batch_size)).epsilon(1e-9));
+  CHECK(got.entropy == Approx(entropy / double(c.batch_size)).epsilon(1e-9));
+
+  const std::vector<double> g = agent.actor().gradients_to_host();
+  check_fd(agent.actor(), g, [&] { return agent.actor_loss_and_gradients(batch, seed, draw).loss; }, "actor");
+}
+
+TEST_CASE("td3: critic loss equals a float64 reference with target policy smoothing, gradients match finite differences") {
+  using Agent = td3<pendulum<double>, backend_t>;
+  td3_config c = small_td3();
+  c.gamma = 0.95;
+  c.policy_noise = 0.4;
+  c.noise_clip = 0.3;
+  Agent agent(rlk_test::backend(), c);
+  warm_up(agent, 40);
+  // Move the targets away from the online networks so that the test tells them apart.
+  agent.critic1_target().initialize(31);
+  agent.critic2_target().initialize(32);
+  agent.actor_target().initialize(33);
+  typename Agent::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(11, 2, batch);
+  const host_batch hb = to_host(batch);
+  const std::uint64_t seed = 555, draw = 9;
+  const twin_critic_loss_result got = agent.critic_loss_and_gradients(batch, seed, draw);
+
+  // The clipped smoothing noise: td3_smoothed_target_actions on zero actions with wide bounds.
+  auto zero = rlk_test::zeros<double>(c.batch_size);
+  auto noise_d = rlk_test::zeros<double>(c.batch_size);
+  td3_smoothed_target_actions(rlk_test::backend(), zero.cview(), seed, draw, c.policy_noise, c.noise_clip, -10.0, 10.0,
+                              noise_d.view());
+  const std::vector<double> noise = noise_d.to_host();
+  const std::vector<int> actor_sizes{3, 8, 8, 1}, q_sizes{4, 8, 8, 1};
+  const auto pt = agent.actor_target().parameters_to_host(), p1 = agent.critic1().parameters_to_host(),
+             p2 = agent.critic2().parameters_to_host(), t1 = agent.critic1_target().parameters_to_host(),
+             t2 = agent.critic2_target().parameters_to_host();
+  double mse1 = 0, mse2 = 0;
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    CHECK(std::abs(noise[i]) <= c.noise_clip);
+    const auto s2 = row(hb.next_obs, i, 3);
+    const double mu = ref_mlp(pt, actor_sizes, activation::relu, activation::tanh, s2)[0];
+    const double a2 = std::min(std::max(mu + noise[i], -1.0), 1.0);
+    const double q1t = ref_mlp(t1, q_sizes, activation::relu, activation::identity, concat(s2, {a2}))[0];
+    const double q2t = ref_mlp(t2, q_sizes, activation::relu, activation::identity, concat(s2, {a2}))[0];
+    const double y = hb.rewards[i] + c.gamma * (hb.terminated[i] ? 0.0 : 1.0) * std::min(q1t, q2t);
+    const auto sa = concat(row(hb.obs, i, 3), {hb.actions[i]});
+    mse1 += std::pow(ref_mlp(p1, q_sizes, activation::relu, activation::identity, sa)[0] - y, 2);
+    mse2 += std::pow(ref_mlp(p2, q_sizes, activation::relu, activation::identity, sa)[0] - y, 2);
+  }
+  CHECK(got.q1_loss == Approx(mse1 / double(c.batch_size)).epsilon(1e-9));
+  CHECK(got.q2_loss == Approx(mse2 / double(c.batch_size)).epsilon(1e-9));
+  CHECK(got.loss == Approx((mse1 + mse2) / double(c.batch_size)).epsilon(1e-9));
+
+  const std::vector<double> g1 = agent.critic1().gradients_to_host(), g2 = agent.critic2().gradients_to_host();
+  auto loss = [&] { return agent.critic_loss_and_gradients(batch, seed, draw).loss; };
+  check_fd(agent.critic1(), g1, loss, "Q1");
+  check_fd(agent.critic2(), g2, loss, "Q2");
+}
+
+TEST_CASE("td3: actor loss is -mean Q1(s, mu(s)) and its gradient matches finite differences") {
+  using Agent = td3<pendulum<double>, backend_t>;
+  td3_config c = small_td3();
+  Agent agent(rlk_test::backend(), c);
+  warm_up(agent, 40);
+  typename Agent::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(8, 8, batch);
+  const host_batch hb = to_host(batch);
+  const double got = agent.actor_loss_and_gradients(batch);
+  const std::vector<int> actor_sizes{3, 8, 8, 1}, q_sizes{4, 8, 8, 1};
+  const auto pa = agent.actor().parameters_to_host(), p1 = agent.critic1().parameters_to_host();
+  double loss = 0;
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    const auto s = row(hb.obs, i, 3);
+    const double mu = ref_mlp(pa, actor_sizes, activation::relu, activation::tanh, s)[0];
+    loss -= ref_mlp(p1, q_sizes, activation::relu, activation::identity, concat(s, {mu}))[0];
+  }
+  CHECK(got == Approx(loss / double(c.batch_size)).epsilon(1e-9));
+  const std::vector<double> g = agent.actor().gradients_to_host();
+  check_fd(agent.actor(), g, [&] { return agent.actor_loss_and_gradients(batch); }, "actor");
+}
+
+TEST_CASE("sac and td3: warm-up, update schedule, temperature and target updates follow the config") {
+  using S = sac<pendulum<float>, backend_t>;
+  sac_config c = small_sac();
+  c.learning_starts = 30;
+  c.gradient_steps = 2;
+  c.policy_frequency = 2;
+  c.target_network_frequency = 3;
+  S agent(rlk_test::backend(), c);
+  const std::vector<float> target0 = agent.critic1_target().parameters_to_host();
+  const std::vector<float> actor0 = agent.actor().parameters_to_host();
+  for (int i = 0; i < 30; ++i) {
+    const sac_iteration_stats s = agent.iterate();
+    CHECK(s.gradient_steps == 0);  // no update before learning_starts steps
+  }
+  CHECK(agent.actor().parameters_to_host() == actor0);
+  CHECK(agent.replay().size() == 30);
+  const sac_iteration_stats s = agent.iterate();  // step 31: 2 critic steps, the 2nd triggers 2 actor steps
+  CHECK(s.gradient_steps == 2);
+  CHECK(agent.gradient_steps() == 2);
+  CHECK(agent.actor().parameters_to_host() != actor0);
+  CHECK(agent.critic1_target().parameters_to_host() == target0);  // first Polyak update at critic step 3
+  CHECK(s.alpha != Approx(0.2));                                     // autotune moved alpha
+  agent.iterate();
+  CHECK(agent.critic1_target().parameters_to_host() != target0);
+
+  using D = td3<pendulum<float>, backend_t>;
+  td3_config t = small_td3();
+  t.learning_starts = 30;
+  t.policy_frequency = 3;
+  D td(rlk_test::backend(), t);
+  for (int i = 0; i < 30; ++i) td.iterate();
+  const std::vector<float> a0 = td.actor().parameters_to_host(), at0 = td.actor_target().parameters_to_host();
+  td.iterate();
+  td.iterate();
+  CHECK(td.actor().parameters_to_host() == a0);  // critic steps 1 and 2: no actor step
+  CHECK(td.actor_target().parameters_to_host() == at0);
+  const td3_iteration_stats ts = td.iterate();   // critic step 3: actor and targets
+  CHECK(ts.actor_loss != 0.0);
+  CHECK(td.actor().parameters_to_host() != a0);
+  CHECK(td.actor_target().parameters_to_host() != at0);
+}
+
+TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs and thread counts agree bit for bit)") {
+  sac_config c = small_sac();
+  c.total_timesteps = 120;
+  c.learning_starts = 40;
+  c.num_envs = 3;
+  auto run_sac = [&] {
+    sac<pendulum<float>, backend_t> a(rlk_test::backend(), c);
+    while (!a.done()) a.iterate();
+    return all_parameters(a);
+  };
+  td3_config t = small_td3();
+  t.total_timesteps = 120;
+  t.learning_starts = 40;
+  t.num_envs = 3;
+  auto run_td3 = [&] {
+    td3<pendulum<float>, backend_t> a(rlk_test::backend(), t);
+    while (!a.done()) a.iterate();
+    return all_parameters(a);
+  };
+  const auto s1 = run_sac(), t1 = run_td3();
+#if defined(_OPENMP) && defined(RLK_BACKEND_OPENMP)
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(threads == 1 ? 2 : 1);
+  const auto s2 = run_sac(), t2 = run_td3();
+  omp_set_num_threads(threads);
+#else
+  const auto s2 = run_sac(), t2 = run_td3();
+#endif
+  CHECK(s1 == s2);
+  CHECK(t1 == t2);
+}
+
+TEST_CASE("sac and td3: resuming from a checkpoint continues bit for bit; a checkpoint of another config is refused") {
+  const std::string dir = temp_dir("resume");
+  SECTION("sac") {
+    sac_config c = small_sac();
+    c.total_timesteps = 160;
+    c.learning_starts = 40;
+    sac<pendulum<float>, backend_t> straight(rlk_test::backend(), c);
+    while (!straight.done()) straight.iterate();
+
+    sac<pendulum<float>, backend_t> first(rlk_test::backend(), c);
+    for (int i = 0; i < 100; ++i) first.iterate();
+    first.save_checkpoint(dir + "/sac.rlkc");
+    sac<pendulum<float>, backend_t> resumed(rlk_test::backend(), c);
+    resumed.load_checkpoint(dir + "/sac.rlkc");
+    CHECK(resumed.global_step() == 100);
+    while (!resumed.done()) resumed.iterate();
+    CHECK(all_parameters(resumed) == all_parameters(straight));
+    CHECK(resumed.alpha() == straight.alpha());
+
+    sac_config other = c;
+    other.gamma = 0.95;
+    sac<pendulum<float>, backend_t> wrong(rlk_test::backend(), other);
+    const auto before = all_parameters(wrong);
+    CHECK_THROWS_WITH(wrong.load_checkpoint(dir + "/sac.rlkc"), Contains("gamma"));
+    CHECK(all_parameters(wrong) == before);
+    CHECK(wrong.global_step() == 0);
+  }
+  SECTION("td3, automatic checkpoints") {
+    td3_config c = small_td3();
+    c.total_timesteps = 160;
+    c.learning_starts = 40;
+    td3<pendulum<float>, backend_t> straight(rlk_test::backend(), c);
+    while (!straight.done()) straight.iterate();
+
+    td3_config with = c;
+    with.checkpoint_dir = dir + "/auto";
+    with.checkpoint_every = 25;
+    with.checkpoint_keep = 2;
+    td3<pendulum<float>, backend_t> first(rlk_test::backend(), with);
+    for (int i = 0; i < 110; ++i) first.iterate();  // checkpoints at 25, 50, 75, 100; keeps 75 and 100
+    const checkpoint_directory d(with.checkpoint_dir, "td3", 2);
+    REQUIRE(d.list().size() == 2);
+    REQUIRE(d.latest().has_value());
+    td3<pendulum<float>, backend_t> resumed(rlk_test::backend(), c);
+    resumed.load_checkpoint(*d.latest());
+    CHECK(resumed.global_step() == 100);
+    while (!resumed.done()) resumed.iterate();
+    CHECK(all_parameters(resumed) == all_parameters(straight));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("sac and td3: act and evaluate") {
+  sac<pendulum<float>, backend_t> s(rlk_test::backend(), small_sac());
+  auto obs = rlk_test::make<float>({1.f, 0.f, 0.5f, 0.f, 1.f, -2.f});
+  auto actions = rlk_test::zeros<float>(2);
+  s.act(obs.cview(), actions.view(), true);
+  for (float a : actions.to_host()) CHECK((a >= -2.f && a <= 2.f));
+  s.act(obs.cview(), actions.view(), false, 3, 4);
+  const auto first = actions.to_host();
+  s.act(obs.cview(), actions.view(), false, 3, 4);
+  CHECK(actions.to_host() == first);  // draws are a function of (seed, draw)
+  auto wrong = rlk_test::zeros<float>(3);
+  CHECK_THROWS_WITH(s.act(obs.cview(), wrong.view(), true), Contains("actions"));
+  auto many = rlk_test::zeros<float>(3 * 17);
+  auto many_actions = rlk_test::zeros<float>(17);
+  CHECK_THROWS_WITH(s.act(many.cview(), many_actions.view(), true), Contains("at most"));
+  const policy_evaluation e1 = s.evaluate(5, 9), e2 = s.evaluate(5, 9);
+  REQUIRE(e1.returns.size() == 5);
+  CHECK(e1.returns == e2.returns);
+  CHECK(e1.mean < 0);  // Pendulum's rewards are never positive
+
+  td3<pendulum<float>, backend_t> t(rlk_test::backend(), small_td3());
+  t.act(obs.cview(), actions.view(), false, 1, 1);
+  for (float a : actions.to_host()) CHECK((a >= -2.f && a <= 2.f));
+  CHECK(t.evaluate(3, 2).returns.size() == 3);
+  CHECK_THROWS_WITH(t.evaluate(0, 2), Contains("episodes"));
+}
+
+TEST_CASE("sac and td3: configs are validated with the field named") {
+  sac_config s;
+  s.batch_size = 0;
+  CHECK_THROWS_WITH(s.validate(), Contains("batch_size"));
+  s = sac_config{};
+  s.tau = 1.5;
+  CHECK_THROWS_WITH(s.validate(), Contains("tau"));
+  s = sac_config{};
+  s.alpha = -1;
+  CHECK_THROWS_WITH(s.validate(), Contains("alpha"));
+  s = sac_config{};
+  s.log_std_min = 3;
+  CHECK_THROWS_WITH(s.validate(), Contains("log_std_min"));
+  s = sac_config{};
+  s.checkpoint_every = 10;
+  CHECK_THROWS_WITH(s.validate(), Contains("checkpoint_dir"));
+  s = small_sac();
+  s.policy_frequency = 0;
+  CHECK_THROWS_WITH((sac<pendulum<float>, backend_t>(rlk_test::backend(), s)), Contains("policy_frequency"));
+
+  td3_config t;
+  t.noise_clip = -1;
+  CHECK_THROWS_WITH(t.validate(), Contains("noise_clip"));
+  t = td3_config{};
+  t.gamma = 2;
+  CHECK_THROWS_WITH(t.validate(), Contains("gamma"));
+  t = td3_config{};
+  t.hidden_sizes = {};
+  CHECK_THROWS_WITH(t.validate(), Contains("hidden_sizes"));
+  CHECK(sac_preset("Pendulum-v1").hidden_sizes == std::vector<int>{64, 64});
+  CHECK(td3_preset("Unknown-v0").hidden_sizes == td3_config{}.hidden_sizes);
+}
+
+// Learning is checked in the Release runs; under the sanitizers (10x slower) these two cases
+// would dominate the suite's time without exercising other code.
+#if !defined(__SANITIZE_ADDRESS__)
+TEST_CASE("sac and td3 learn Pendulum-v1 (preset, shortened)") {
+  sac_config s = sac_preset("Pendulum-v1");
+  s.total_timesteps = 6000;
+  sac<pendulum<float>, backend_t> sa(rlk_test::backend(), s);
+  while (!sa.done()) sa.iterate();
+  const double sac_return = sa.evaluate(20, 4242).mean;
+  td3_config t = td3_preset("Pendulum-v1");
+  t.total_timesteps = 9000;
+  td3<pendulum<float>, backend_t> ta(rlk_test::backend(), t);
+  while (!ta.done()) ta.iterate();
+  const double td3_return = ta.evaluate(20, 4242).mean;
+  INFO("SAC after 6k steps: " << sac_return << ", TD3 after 9k steps: " << td3_return);
+  CHECK(sac_return > -600);  // a random policy scores about -1200
+  CHECK(td3_return > -600);
+}
+#endif
