@@ -16,7 +16,8 @@
 #   5. prints env-steps/s per row and N, and per env the vec_env/limit, vec_env/virtual and
 #      checked/unchecked ratios;
 #   6. trains PPO on CartPole-v1 with train_ppo_cuda for 5 seeds and prints each seed's time to a
-#      mean return of 475, env steps/s, updates/s and its 100-episode evaluation.
+#      mean return of 475, env steps/s, updates/s and its 100-episode evaluation;
+#   7. trains SAC (10k steps), TD3 and DQN (their presets) once each on CUDA and prints time and evaluation.
 # Expected time on a 16-core H200 box: about 3-5 minutes, most of it compiling.
 #
 # Environment overrides: BUILD_DIR (build-device), CUDA_ARCH (90), CTEST_JOBS (4),
@@ -156,3 +157,13 @@ for seed in 1 2 3 4 5; do
   timeout 300 "$build/examples/train_ppo_cuda" --backend cuda --env CartPole-v1 --seed "$seed" --stop-at 475 \
     --no-plot --quiet --out "$build" | grep -E "^(trained|reached|evaluation)" | sed "s/^/seed $seed: /"
 done
+
+echo "== SAC, TD3 and DQN on CUDA (seed 1): the presets, trained and evaluated"
+# Small networks and batches are launch-bound on a GPU; these show the CUDA path trains and how
+# long it takes, beside the host numbers in docs/training.md.
+timeout 300 "$build/examples/train_sac_cuda" --backend cuda --total-steps 10000 --seed 1 --no-plot --quiet --out "$build" |
+  grep -E "^(trained|evaluation)" | sed "s/^/sac 10k: /"
+timeout 300 "$build/examples/train_td3_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$build" |
+  grep -E "^(trained|evaluation)" | sed "s/^/td3 20k: /"
+timeout 300 "$build/examples/train_dqn_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$build" |
+  grep -E "^(trained|evaluation)" | sed "s/^/dqn 50k: /"

@@ -5,13 +5,18 @@
 #pragma once
 
 #include "../core/backend.hpp"
+#include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
 #include "../envs/env.hpp"
+#include "../envs/vec_env.hpp"
 #include "common.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace rlkernels {
 namespace detail {
@@ -128,6 +133,88 @@ struct gaussian_exploration_kernel {
     out[k] = x < T(-1) ? T(-1) : (x > T(1) ? T(1) : x);
   }
 };
+
+/// The checks SAC's and TD3's configs share (their fields have the same names and meanings).
+template <class Config>
+void validate_actor_critic_config(const Config& c, const char* who) {
+  RLK_EXPECTS(c.num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
+  RLK_EXPECTS(c.batch_size >= 1, std::invalid_argument, who, ": batch_size must be >= 1");
+  RLK_EXPECTS(c.buffer_size >= 1, std::invalid_argument, who, ": buffer_size must be >= 1");
+  RLK_EXPECTS(c.gradient_steps >= 1, std::invalid_argument, who, ": gradient_steps must be >= 1");
+  RLK_EXPECTS(c.gamma >= 0 && c.gamma <= 1, std::invalid_argument, who, ": gamma must be in [0, 1], got ", c.gamma);
+  RLK_EXPECTS(c.tau >= 0 && c.tau <= 1, std::invalid_argument, who, ": tau must be in [0, 1], got ", c.tau);
+  RLK_EXPECTS(std::isfinite(c.policy_lr) && c.policy_lr >= 0, std::invalid_argument, who,
+              ": policy_lr must be finite and >= 0, got ", c.policy_lr);
+  RLK_EXPECTS(std::isfinite(c.q_lr) && c.q_lr >= 0, std::invalid_argument, who, ": q_lr must be finite and >= 0, got ",
+              c.q_lr);
+  RLK_EXPECTS(c.adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", c.adam_epsilon);
+  RLK_EXPECTS(c.policy_frequency >= 1, std::invalid_argument, who, ": policy_frequency must be >= 1");
+  RLK_EXPECTS(std::isfinite(c.critic_loss_scale) && c.critic_loss_scale > 0, std::invalid_argument, who,
+              ": critic_loss_scale must be > 0, got ", c.critic_loss_scale);
+  RLK_EXPECTS(!c.hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
+  for (int h : c.hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
+  RLK_EXPECTS(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), std::invalid_argument, who,
+              ": checkpoint_every is ", c.checkpoint_every, " but checkpoint_dir is empty");
+  RLK_EXPECTS(c.checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
+}
+
+/// What one env step of an off-policy trainer gathered: the episodes that ended in it.
+struct env_step_outcome {
+  std::uint64_t episodes = 0;      ///< episodes completed
+  double episode_return_sum = 0;  ///< sum of their returns
+  double episode_length_sum = 0;  ///< sum of their lengths
+};
+
+/// Steps `env` with `actions` [N, D] in [-1, 1] (mapped to the env's Box bounds through
+/// `env_actions`), stores (s, a in [-1, 1], r, s', terminated, truncated) in `replay` (s copied
+/// aside into `obs_before` first) and collects the episodes that ended.
+template <class Env, class Backend, class VecEnv, class Replay, class T>
+env_step_outcome step_and_store(const Backend& backend, VecEnv& env, Replay& replay, view<const T> actions,
+                                view<T> env_actions, view<T> obs_before) {
+  const std::size_t nd = actions.size();
+  copy(backend, env.observations().cview(), obs_before);
+  for_each_index(backend, nd, to_env_action_kernel<T>{actions.data(), env_actions.data(), Env::action_low, Env::action_high});
+  env.step(view<const T>(env_actions.subview(0, nd)));
+  replay.add(view<const T>(obs_before), actions, env);
+  const episode_statistics ep = env.get_episode_statistics();
+  if (ep.count) env.clear_episode_statistics();
+  return {ep.count, ep.mean_return * double(ep.count), ep.mean_length * double(ep.count)};
+}
+
+/// act()'s argument checks: observations [B, O] with 1 <= B <= max_rows, actions [B, D]; returns B.
+inline std::size_t check_act_arguments(std::size_t observations, std::size_t actions, const void* actions_data,
+                                       std::size_t observation_size, std::size_t action_size, std::size_t max_rows,
+                                       const char* who) {
+  RLK_EXPECTS(observations % observation_size == 0 && observations > 0, std::invalid_argument, who, ": observations has ",
+              observations, " elements, not a positive multiple of ", observation_size);
+  const std::size_t b = observations / observation_size;
+  RLK_EXPECTS(b <= max_rows, std::invalid_argument, who, ": ", b, " rows, at most max(num_envs, batch_size) = ", max_rows);
+  check_view_size(actions, actions_data, b * action_size, who, "actions");
+  return b;
+}
+
+/// Binds what SAC and TD3 share into checkpoint `c`: the config, both critics and their targets,
+/// their optimisers, the envs, the replay buffer (when the config says) and the counters.
+template <class C, class Trainer>
+void bind_actor_critic_state(C& c, Trainer& t) {
+  c.bind_constant("config", t.config_.hyperparameters());
+  c.bind("actor/parameters", t.backend_, t.actor_.parameters());
+  c.bind("q1/parameters", t.backend_, t.q1_.parameters());
+  c.bind("q2/parameters", t.backend_, t.q2_.parameters());
+  c.bind("q1_target/parameters", t.backend_, t.q1_target_.parameters());
+  c.bind("q2_target/parameters", t.backend_, t.q2_target_.parameters());
+  t.actor_opt_.bind_checkpoint(c, "actor_adam/");
+  t.q1_opt_.bind_checkpoint(c, "q1_adam/");
+  t.q2_opt_.bind_checkpoint(c, "q2_adam/");
+  t.env_.bind_checkpoint(c, "env/");
+  if (t.config_.checkpoint_buffers) t.replay_.bind_checkpoint(c, "replay/");
+  c.bind_value("counters/global_step", t.global_step_);
+  c.bind_value("counters/iteration", t.iteration_);
+  c.bind_value("counters/critic_updates", t.critic_updates_);
+  c.bind_value("counters/action_draw", t.action_draw_);
+  c.bind_value("counters/batch_draw", t.batch_draw_);
+  c.bind_value("counters/noise_draw", t.noise_draw_);
+}
 
 }  // namespace detail
 }  // namespace rlkernels

@@ -17,8 +17,9 @@ namespace rlkernels {
 /// - CartPole-v0/v1: 8 envs x 32 steps, 2 minibatches x 4 epochs, lr 2.5e-3 annealed, no entropy
 ///   bonus, 200k steps. Short rollouts and a large learning rate: many small updates early.
 /// - Acrobot-v1: 16 envs x 64 steps, 4 x 4, lr 1e-3, lambda 0.94, observation normalisation, 500k steps.
-/// - Pendulum-v1: 16 envs x 128 steps, 8 x 10, lr 1e-3, gamma 0.95, observation and reward
-///   normalisation, 1M steps.
+/// - Pendulum-v1: 16 envs x 128 steps, 8 x 10, lr 5e-4, gamma 0.95, observation and reward
+///   normalisation, 1M steps (with lr 1e-3 one seed in five ends with a policy that leaves some
+///   starts hanging).
 inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
   ppo_config c = continuous ? ppo_config::cleanrl_continuous() : ppo_config{};
   if (id == "CartPole-v1" || id == "CartPole-v0") {
@@ -46,7 +47,7 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
     c.num_envs = 16;
     c.num_steps = 128;
     c.total_timesteps = 1000000;
-    c.learning_rate = 1e-3;
+    c.learning_rate = 5e-4;
     c.num_minibatches = 8;
     c.update_epochs = 10;
     c.gamma = 0.95;

@@ -98,31 +98,13 @@ struct td3_config {
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
     constexpr const char* who = "rlkernels::td3_config";
-    RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
-    RLK_EXPECTS(batch_size >= 1, std::invalid_argument, who, ": batch_size must be >= 1");
-    RLK_EXPECTS(buffer_size >= 1, std::invalid_argument, who, ": buffer_size must be >= 1");
-    RLK_EXPECTS(gradient_steps >= 1, std::invalid_argument, who, ": gradient_steps must be >= 1");
-    RLK_EXPECTS(gamma >= 0 && gamma <= 1, std::invalid_argument, who, ": gamma must be in [0, 1], got ", gamma);
-    RLK_EXPECTS(tau >= 0 && tau <= 1, std::invalid_argument, who, ": tau must be in [0, 1], got ", tau);
-    RLK_EXPECTS(std::isfinite(policy_lr) && policy_lr >= 0, std::invalid_argument, who,
-                ": policy_lr must be finite and >= 0, got ", policy_lr);
-    RLK_EXPECTS(std::isfinite(q_lr) && q_lr >= 0, std::invalid_argument, who, ": q_lr must be finite and >= 0, got ",
-                q_lr);
-    RLK_EXPECTS(adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", adam_epsilon);
-    RLK_EXPECTS(policy_frequency >= 1, std::invalid_argument, who, ": policy_frequency must be >= 1");
+    detail::validate_actor_critic_config(*this, who);
     RLK_EXPECTS(std::isfinite(policy_noise) && policy_noise >= 0, std::invalid_argument, who,
                 ": policy_noise must be finite and >= 0, got ", policy_noise);
     RLK_EXPECTS(std::isfinite(noise_clip) && noise_clip >= 0, std::invalid_argument, who,
                 ": noise_clip must be finite and >= 0, got ", noise_clip);
     RLK_EXPECTS(std::isfinite(exploration_noise) && exploration_noise >= 0, std::invalid_argument, who,
                 ": exploration_noise must be finite and >= 0, got ", exploration_noise);
-    RLK_EXPECTS(std::isfinite(critic_loss_scale) && critic_loss_scale > 0, std::invalid_argument, who,
-                ": critic_loss_scale must be > 0, got ", critic_loss_scale);
-    RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
-    for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
-    RLK_EXPECTS(checkpoint_every == 0 || !checkpoint_dir.empty(), std::invalid_argument, who,
-                ": checkpoint_every is ", checkpoint_every, " but checkpoint_dir is empty");
-    RLK_EXPECTS(checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
   }
 };
 
@@ -247,16 +229,12 @@ class td3 {
                      detail::gaussian_exploration_kernel<T>{mu.data(), actions_.data(), T(config_.exploration_noise),
                                                             detail::derive_key(config_.seed, detail::ac_key_actions), draw});
     }
-    copy(lb_, env_.observations().cview(), obs_before_.view());
-    for_each_index(lb_, nd, detail::to_env_action_kernel<T>{actions_.data(), env_actions_.data(), Env::action_low, Env::action_high});
-    env_.step(env_actions_.cview().subview(0, nd));
-    replay_.add(obs_before_.cview(), actions_.cview(), env_);
+    const detail::env_step_outcome ep = detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(),
+                                                                   env_actions_.view(), obs_before_.view());
     global_step_ += n;
-    const episode_statistics ep = env_.get_episode_statistics();
-    if (ep.count) env_.clear_episode_statistics();
-    stats.episodes = ep.count;
-    stats.episode_return_sum = ep.mean_return * double(ep.count);
-    stats.episode_length_sum = ep.mean_length * double(ep.count);
+    stats.episodes = ep.episodes;
+    stats.episode_return_sum = ep.episode_return_sum;
+    stats.episode_length_sum = ep.episode_length_sum;
     if (global_step_ > config_.learning_starts) {
       for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
     }
@@ -275,12 +253,9 @@ class td3 {
   void act(view<const T> observations, view<T> actions, bool deterministic, std::uint64_t seed = 0,
            std::uint64_t draw = 0) {
     constexpr const char* who = "rlkernels::td3::act";
-    RLK_EXPECTS(observations.size() % std::size_t(observation_size) == 0 && observations.size() > 0,
-                std::invalid_argument, who, ": observations has ", observations.size(),
-                " elements, not a positive multiple of ", observation_size);
-    const std::size_t b = observations.size() / std::size_t(observation_size), bd = b * std::size_t(action_size);
-    RLK_EXPECTS(b <= rows(), std::invalid_argument, who, ": ", b, " rows, at most max(num_envs, batch_size) = ", rows());
-    detail::check_view_size(actions.size(), actions.data(), bd, who, "actions");
+    const std::size_t b = detail::check_act_arguments(observations.size(), actions.size(), actions.data(),
+                                                       std::size_t(observation_size), std::size_t(action_size), rows(), who);
+    const std::size_t bd = b * std::size_t(action_size);
     const view<const T> mu = actor_.forward(observations, actor_ws_);
     const T* a = mu.data();
     if (!deterministic) {
@@ -386,24 +361,8 @@ class td3 {
   /// optimisers, envs, counters, and the replay buffer when config().checkpoint_buffers).
   template <class C>
   void bind_checkpoint(C& c) {
-    c.bind_constant("config", config_.hyperparameters());
-    c.bind("actor/parameters", backend_, actor_.parameters());
+    detail::bind_actor_critic_state(c, *this);
     c.bind("actor_target/parameters", backend_, actor_target_.parameters());
-    c.bind("q1/parameters", backend_, q1_.parameters());
-    c.bind("q2/parameters", backend_, q2_.parameters());
-    c.bind("q1_target/parameters", backend_, q1_target_.parameters());
-    c.bind("q2_target/parameters", backend_, q2_target_.parameters());
-    actor_opt_.bind_checkpoint(c, "actor_adam/");
-    q1_opt_.bind_checkpoint(c, "q1_adam/");
-    q2_opt_.bind_checkpoint(c, "q2_adam/");
-    env_.bind_checkpoint(c, "env/");
-    if (config_.checkpoint_buffers) replay_.bind_checkpoint(c, "replay/");
-    c.bind_value("counters/global_step", global_step_);
-    c.bind_value("counters/iteration", iteration_);
-    c.bind_value("counters/critic_updates", critic_updates_);
-    c.bind_value("counters/action_draw", action_draw_);
-    c.bind_value("counters/batch_draw", batch_draw_);
-    c.bind_value("counters/noise_draw", noise_draw_);
   }
   /// @brief Saves the whole training state to `path` (atomically: see rlkernels::checkpoint::save).
   void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
@@ -413,6 +372,8 @@ class td3 {
   void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
 
  private:
+  template <class C, class Trainer>
+  friend void detail::bind_actor_critic_state(C& c, Trainer& t);
   static constexpr int q_inputs = observation_size + action_size;
 
   static td3_config checked(td3_config c) {

@@ -105,7 +105,10 @@ template <class F>
 void for_each_index(openmp_backend backend, std::size_t n, const F& f) {
 #if RLK_HAS_OPENMP
   if (n < backend.serial_below) {
-    for (std::size_t i = 0; i < n; ++i) f(i);
+    // A copy that the parallel region below never sees: with `f` itself (whose address the
+    // region takes), GCC reloads its pointers every iteration and does not vectorise the loop.
+    const F local = f;
+    for_each_index(serial_backend{}, n, local);
     return;
   }
   const std::int64_t count = static_cast<std::int64_t>(n);
