@@ -1,17 +1,28 @@
 # Helpers that build one source for several backends (project-internal; not installed).
 #
 # rlk_add_variants(<name> SOURCE <file> [CUDA] [LIBRARIES <libs...>] [DEFINITIONS <defs...>]
-#                  [OPTIONS <compile options...>])
+#                  [OPTIONS <compile options...>] [HOST_VARIANTS <serial|openmp...>])
 #   Creates <name>_serial and <name>_openmp (those in RLK_HOST_VARIANTS) from <file>, compiled with
 #   RLK_BACKEND_SERIAL or RLK_BACKEND_OPENMP defined, and, with CUDA given and nvcc present, <name>_cuda from a generated
 #   .cu file that includes <file>, compiled with RLK_BACKEND_CUDA. The list of targets made is
 #   returned in <name>_TARGETS. Every <name>_cuda also becomes a dependency of the target
-#   rlk_cuda_variants (build it to compile all CUDA variants and nothing else).
+#   ${RLK_CUDA_AGGREGATE} (default rlk_cuda_variants: build it to compile the CUDA variants of the
+#   tests and nothing else; the benchmarks' join rlk_cuda_benchmarks).
 function(rlk_add_variants name)
-  cmake_parse_arguments(ARG "CUDA" "SOURCE" "LIBRARIES;DEFINITIONS;OPTIONS" ${ARGN})
+  cmake_parse_arguments(ARG "CUDA" "SOURCE" "LIBRARIES;DEFINITIONS;OPTIONS;HOST_VARIANTS" ${ARGN})
   get_filename_component(source "${ARG_SOURCE}" ABSOLUTE)
   set(targets "")
-  foreach(backend IN LISTS RLK_HOST_VARIANTS)
+  set(host_variants ${RLK_HOST_VARIANTS})
+  if(ARG_HOST_VARIANTS)
+    # Only those of the requested ones that this build makes at all.
+    set(host_variants "")
+    foreach(backend IN LISTS ARG_HOST_VARIANTS)
+      if(backend IN_LIST RLK_HOST_VARIANTS)
+        list(APPEND host_variants ${backend})
+      endif()
+    endforeach()
+  endif()
+  foreach(backend IN LISTS host_variants)
     string(TOUPPER ${backend} upper)
     add_executable(${name}_${backend} "${source}")
     target_compile_definitions(${name}_${backend} PRIVATE RLK_BACKEND_${upper} ${ARG_DEFINITIONS})
@@ -37,10 +48,16 @@ function(rlk_add_variants name)
     target_compile_options(${name}_cuda PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda --diag-error=20011,20013,20014>)
     list(APPEND targets ${name}_cuda)
-    if(NOT TARGET rlk_cuda_variants)
-      add_custom_target(rlk_cuda_variants)
+    # The aggregate this directory's CUDA variants join (RLK_CUDA_AGGREGATE, default
+    # rlk_cuda_variants: the compile check CI runs; the benchmarks set rlk_cuda_benchmarks).
+    set(aggregate rlk_cuda_variants)
+    if(RLK_CUDA_AGGREGATE)
+      set(aggregate ${RLK_CUDA_AGGREGATE})
     endif()
-    add_dependencies(rlk_cuda_variants ${name}_cuda)
+    if(NOT TARGET ${aggregate})
+      add_custom_target(${aggregate})
+    endif()
+    add_dependencies(${aggregate} ${name}_cuda)
   endif()
   set(${name}_TARGETS ${targets} PARENT_SCOPE)
 endfunction()

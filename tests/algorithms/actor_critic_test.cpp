@@ -3,6 +3,7 @@
 // differences, reproducibility (repeat runs, thread counts), checkpoint resume bit for bit, the
 // act/evaluate contract, config validation, and learning on Pendulum-v1.
 #include "../test_backend.hpp"
+#include "../test_files.hpp"
 
 #include <rlkernels/algorithms/sac.hpp>
 #include <rlkernels/algorithms/td3.hpp>
@@ -17,8 +18,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -127,13 +126,6 @@ template <class B>
 host_batch to_host(const B& b) {
   return {b.observations.to_host(), b.actions.to_host(), b.rewards.to_host(), b.next_observations.to_host(),
           b.terminated.to_host()};
-}
-
-std::string temp_dir(const char* name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("rlk_actor_critic_" + std::string(name) + "_" + std::to_string(long(::getpid())));
-  std::filesystem::create_directories(dir);
-  return dir.string();
 }
 
 template <class Agent>
@@ -378,7 +370,8 @@ TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs and 
 }
 
 TEST_CASE("sac and td3: resuming from a checkpoint continues bit for bit; a checkpoint of another config is refused") {
-  const std::string dir = temp_dir("resume");
+  const rlk_test::temp_dir tmp;
+  const std::string dir = tmp.path.string();
   SECTION("sac") {
     sac_config c = small_sac();
     c.total_timesteps = 160;
@@ -426,7 +419,6 @@ TEST_CASE("sac and td3: resuming from a checkpoint continues bit for bit; a chec
     while (!resumed.done()) resumed.iterate();
     CHECK(all_parameters(resumed) == all_parameters(straight));
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("sac and td3: act and evaluate") {

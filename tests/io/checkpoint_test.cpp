@@ -4,8 +4,8 @@
 // checksum, bad values) with bound memory unchanged, the rotating directory, the components'
 // state (continue after a load == continue without), and PPO resuming bit-identically.
 #include "../test_backend.hpp"
+#include "../test_files.hpp"
 
-#include <rlkernels/algorithms/ppo.hpp>
 #include <rlkernels/buffers/prioritized_replay.hpp>
 #include <rlkernels/buffers/replay_buffer.hpp>
 #include <rlkernels/envs/cartpole.hpp>
@@ -32,30 +32,10 @@ namespace {
 using rlk_test::backend_t;
 using namespace rlkernels;
 namespace fs = std::filesystem;
-using bytes_t = std::vector<std::uint8_t>;
+using rlk_test::bytes_t;
+using rlk_test::read_bytes;
+using rlk_test::temp_dir;
 
-/// A fresh directory under the system's temp directory, removed with its contents at scope exit.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("rlk_checkpoint_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-bytes_t read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return bytes_t(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 /// Rewrites the size field and the checksum of a modified file, so that only the change is wrong.
 void reseal(bytes_t& b) {
   const std::uint64_t size = b.size();
@@ -743,117 +723,4 @@ TEST_CASE("checkpoint: replay buffers resume exactly", "[checkpoint]") {
     b.sample(3, 2, bb);
     check_same_batch(ba, bb);
   }
-}
-
-namespace {
-ppo_config resume_config() {
-  ppo_config c;
-  c.num_envs = 4;
-  c.num_steps = 16;
-  c.num_minibatches = 2;
-  c.update_epochs = 2;
-  c.hidden_sizes = {8, 8};
-  c.learning_rate = 3e-3;
-  c.total_timesteps = 4 * 16 * 4;  // 4 iterations, annealed
-  c.seed = 5;
-  return c;
-}
-
-template <class Env>
-void check_resume(ppo_config config, typename Env::Params params = {}) {
-  using agent_t = ppo<Env, backend_t>;
-  temp_dir dir;
-  agent_t straight(rlk_test::backend(), config, params);
-  while (!straight.done()) straight.iterate();
-
-  const std::string path = dir.file("ppo.rlkc");
-  {
-    agent_t first(rlk_test::backend(), config, params);
-    first.iterate();
-    first.iterate();
-    first.save_checkpoint(path);
-  }
-  agent_t resumed(rlk_test::backend(), config, params);
-  resumed.load_checkpoint(path);
-  CHECK(resumed.iteration() == 2);
-  CHECK(resumed.global_step() == 2 * config.batch_size());
-  while (!resumed.done()) resumed.iterate();
-
-  CHECK(resumed.actor().parameters_to_host() == straight.actor().parameters_to_host());
-  CHECK(resumed.critic().parameters_to_host() == straight.critic().parameters_to_host());
-  CHECK(resumed.log_std().to_host() == straight.log_std().to_host());
-  CHECK(resumed.envs().observations().to_host() == straight.envs().observations().to_host());
-  CHECK(resumed.observation_normalizer().mean() == straight.observation_normalizer().mean());
-  // Everything bound (optimiser moments, normalisers, env state, counters) is the same: the
-  // checkpoints of the two runs are the same bytes.
-  straight.save_checkpoint(dir.file("straight.rlkc"));
-  resumed.save_checkpoint(dir.file("resumed.rlkc"));
-  CHECK(read_bytes(dir.file("straight.rlkc")) == read_bytes(dir.file("resumed.rlkc")));
-}
-}  // namespace
-
-TEST_CASE("checkpoint: PPO resumes bit-identically", "[checkpoint][ppo]") {
-  SECTION("CartPole") { check_resume<cartpole<float>>(resume_config()); }
-  SECTION("Pendulum with both normalisers (log-std, observation and return statistics)") {
-    ppo_config c = resume_config();
-    c.num_envs = 2;
-    c.num_steps = 32;
-    c.ent_coef = 0.0;
-    c.normalize_observations = true;
-    c.normalize_rewards = true;
-    check_resume<pendulum<double>>(c);
-  }
-}
-
-TEST_CASE("checkpoint: PPO automatic checkpoints and config checks", "[checkpoint][ppo]") {
-  using agent_t = ppo<cartpole<float>, backend_t>;
-  temp_dir dir;
-  const ppo_config plain = resume_config();
-  agent_t straight(rlk_test::backend(), plain);
-  while (!straight.done()) straight.iterate();
-
-  ppo_config c = plain;
-  c.checkpoint_dir = dir.file("auto");
-  c.checkpoint_every = 1;
-  c.checkpoint_keep = 2;
-  {
-    agent_t a(rlk_test::backend(), c);
-    a.iterate();
-    a.iterate();
-    a.iterate();  // interrupted here
-    REQUIRE(a.checkpoints().has_value());
-  }
-  checkpoint_directory d(c.checkpoint_dir, "ppo", 2);
-  const std::uint64_t b = plain.batch_size();
-  CHECK(d.list() == std::vector<std::string>{d.path_for(2 * b), d.path_for(3 * b)});
-  // Resume from the newest, in an agent without automatic checkpoints: checkpoint_* are not part of
-  // the recorded configuration.
-  agent_t resumed(rlk_test::backend(), plain);
-  resumed.load_checkpoint(*d.latest());
-  CHECK(resumed.iteration() == 3);
-  while (!resumed.done()) resumed.iterate();
-  CHECK(resumed.actor().parameters_to_host() == straight.actor().parameters_to_host());
-  CHECK(resumed.critic().parameters_to_host() == straight.critic().parameters_to_host());
-
-  // Another configuration is refused, naming the field, and changes nothing.
-  ppo_config other = plain;
-  other.learning_rate = 1e-3;
-  agent_t mismatched(rlk_test::backend(), other);
-  const std::vector<float> before = mismatched.actor().parameters_to_host();
-  CHECK_THROWS_AS(mismatched.load_checkpoint(*d.latest()), checkpoint_error);
-  CHECK_THROWS_WITH(mismatched.load_checkpoint(*d.latest()),
-                    Catch::Contains("constant 'config' differs: learning_rate: file 0.0030000000000000001, this run "
-                                    "0.001"));
-  CHECK(mismatched.actor().parameters_to_host() == before);
-  CHECK(mismatched.iteration() == 0);
-
-  CHECK(plain.hyperparameters().find("checkpoint") == std::string::npos);
-  CHECK_THAT(plain.hyperparameters(), Catch::StartsWith("algorithm=ppo\nnum_envs=4\nnum_steps=16\n") &&
-                                          Catch::Contains("\nhidden_sizes=8,8\n") && Catch::EndsWith("\nseed=5\n"));
-  ppo_config bad = plain;
-  bad.checkpoint_every = 2;
-  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("checkpoint_dir is empty"));
-  bad.checkpoint_dir = dir.file("x");
-  bad.checkpoint_keep = 0;
-  CHECK_THROWS_WITH(bad.validate(), Catch::Contains("checkpoint_keep must be >= 1"));
 }
