@@ -354,8 +354,8 @@ class ppo {
 
   /// @brief One PPO iteration: a rollout of num_steps steps of every env with the current policy,
   /// GAE, then update_epochs passes of minibatch updates of actor and critic; then, every
-  /// config().checkpoint_every iterations, an automatic checkpoint (checkpoint_dir/ppo-<global
-  /// step>.rlkc, the newest checkpoint_keep kept; see docs/checkpoints.md).
+  /// config().checkpoint_every iterations, an automatic checkpoint (checkpoint_dir/ppo-STEP.rlkc
+  /// with STEP the global step, the newest checkpoint_keep kept; see docs/checkpoints.md).
   /// @throw std::logic_error if training is already done(); rlkernels::error if the gradients
   ///        become NaN or infinite (diverged training: the iteration stops before any parameter
   ///        is changed by that minibatch), or if the automatic checkpoint cannot be written (the

@@ -381,6 +381,8 @@ class sac {
   /// (as tanh_gaussian_sample), y held constant; d loss / d parameters go into critic1().gradients()
   /// and critic2().gradients().
   /// @param batch exactly config().batch_size transitions
+  /// @param noise_seed key of the noise draws (iterate() uses a key derived from the seed)
+  /// @param draw counter of the draws (a fresh one per call in iterate())
   /// @throw std::invalid_argument if the batch has another size
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
     check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");

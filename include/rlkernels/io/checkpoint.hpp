@@ -442,6 +442,8 @@ public:
   /// @brief Validates a checkpoint held in memory completely (magic, version, byte order, size,
   /// checksum, structure, every bound name present with the bound type, element size and count, no
   /// unexpected section, constants equal, value checks), then copies every field into its memory.
+  /// @param data the file's bytes
+  /// @param size number of bytes at `data`
   /// @param source names the data in messages (the path for load())
   /// @throw checkpoint_error naming `source` and the reason; nothing bound has changed then
   void load_from_memory(const std::uint8_t* data, std::size_t size, const std::string& source = "<memory>") {
@@ -683,6 +685,7 @@ private:
 class checkpoint_directory {
 public:
   /// @brief Creates `dir` (and its parents) if needed.
+  /// @param dir the directory of the checkpoints
   /// @param prefix file name prefix: letters, digits, '_', '-' and '.' only
   /// @param keep_last newest files kept by save(), >= 1
   /// @throw std::invalid_argument on an empty dir, a bad prefix or keep_last 0; rlkernels::error
@@ -705,7 +708,7 @@ public:
 
   /// The directory.
   const std::string& directory() const noexcept { return dir_; }
-  /// Path of the checkpoint of `step`: dir/<prefix>-<step, 12 digits>.rlkc.
+  /// Path of the checkpoint of `step`: DIR/PREFIX-STEP.rlkc, STEP with at least 12 digits.
   std::string path_for(std::uint64_t step) const {
     std::string digits = std::to_string(step);
     if (digits.size() < 12) digits.insert(0, 12 - digits.size(), '0');
