@@ -492,6 +492,40 @@ class mlp {
                             "grad_output");
     const bool want_input = detail::check_optional(grad_input.size(), grad_input.data(),
                                                    batch * std::size_t(input_size()), who, "grad_input");
+    backward_pass(x, grad_output, ws, grad_input, want_input, accumulate, true);
+  }
+
+  /// @brief d loss / d x [B, input_size] alone for the batch of the last forward(x, ws): backward()
+  /// without the parameter gradients, which stay unchanged (for a path through a network that is
+  /// not being trained by this loss, e.g. dQ/da through a critic in SAC's or TD3's actor loss).
+  /// The result equals backward()'s grad_input bit for bit.
+  /// @param x the same input [B, input_size] the forward pass saw, unchanged since
+  /// @param grad_output d loss / d y [B, output_size]
+  /// @param ws the workspace of the forward pass
+  /// @param grad_input d loss / d x [B, input_size] output
+  /// @throw std::invalid_argument on sizes that do not match the last forward pass or null views
+  void input_gradient(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws,
+                      view<T> grad_input) {
+    constexpr const char* who = "rlkernels::mlp::input_gradient";
+    const std::size_t batch = check_batch(x, ws, who);
+    RLK_EXPECTS(batch == ws.batch_, std::invalid_argument, who, ": x has ", batch,
+                " rows but the workspace's last forward pass had ", ws.batch_);
+    detail::check_view_size(grad_output.size(), grad_output.data(), batch * std::size_t(output_size()), who,
+                            "grad_output");
+    detail::check_view_size(grad_input.size(), grad_input.data(), batch * std::size_t(input_size()), who,
+                            "grad_input");
+    backward_pass(x, grad_output, ws, grad_input, true, false, false);
+  }
+
+  /// Bytes of backend memory the parameters and gradients take.
+  static std::size_t bytes_required(const mlp_layout& layout) { return 2 * layout.num_parameters() * sizeof(T); }
+
+ private:
+  /// The backward pass behind backward() and input_gradient(): d loss / d x when want_input,
+  /// d loss / d parameters (written or added) when parameter_gradients. Arguments are checked.
+  void backward_pass(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws, view<T> grad_input,
+                     bool want_input, bool accumulate, bool parameter_gradients) {
+    const std::size_t batch = ws.batch_;
     const std::size_t layers = layout_.num_layers();
     const std::size_t P = num_parameters();
     if constexpr (is_host_backend_v<Backend>) {
@@ -517,14 +551,16 @@ class mlp {
           const T* src = l == 0 ? x.data() : ws.outputs_[l - 1].data();
           detail::const_row_map<T> X(src + r0 * std::size_t(in), rows, in);
           detail::const_row_map<T> D(delta, rows, out);
-          detail::row_map<T> dW(g + layout_.weight_offset(l), out, in);
-          detail::vector_map<T> db(g + layout_.bias_offset(l), out);
-          if (direct && accumulate) {
-            dW.noalias() += D.transpose() * X;
-            db.noalias() += D.colwise().sum().transpose();
-          } else {
-            dW.noalias() = D.transpose() * X;
-            db.noalias() = D.colwise().sum().transpose();
+          if (parameter_gradients) {
+            detail::row_map<T> dW(g + layout_.weight_offset(l), out, in);
+            detail::vector_map<T> db(g + layout_.bias_offset(l), out);
+            if (direct && accumulate) {
+              dW.noalias() += D.transpose() * X;
+              db.noalias() += D.colwise().sum().transpose();
+            } else {
+              dW.noalias() = D.transpose() * X;
+              db.noalias() = D.colwise().sum().transpose();
+            }
           }
           if (l > 0 || want_input) {
             detail::const_row_map<T> W(parameters_.data() + layout_.weight_offset(l), out, in);
@@ -540,7 +576,7 @@ class mlp {
           }
         }
       });
-      if (!direct) {
+      if (!direct && parameter_gradients) {
         for_each_index(backend_, P,
                        detail::sum_chunk_gradients_kernel<T>{ws.chunk_grads_.data(), grads, chunks, P, accumulate});
       }
@@ -558,13 +594,15 @@ class mlp {
       for (std::size_t l = layers; l-- > 0;) {
         const int in = layout_.fan_in(l), out = layout_.fan_out(l);
         const T* src = l == 0 ? x.data() : ws.outputs_[l - 1].data();
-        T* g = gradients_.data();
-        // dW^T [in, out] (col-major) = X^T [in, B] * delta [B, out] (delta^T col-major [out, B], transposed).
-        RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, int(batch), &one, src, in, delta, out,
-                                      &beta, g + layout_.weight_offset(l), in));
-        // db [out] = delta^T [out, B] * ones [B].
-        RLK_CUBLAS_CHECK(detail::gemv(h, CUBLAS_OP_N, out, int(batch), &one, delta, out, ws.ones_.data(), 1, &beta,
-                                      g + layout_.bias_offset(l), 1));
+        if (parameter_gradients) {
+          T* g = gradients_.data();
+          // dW^T [in, out] (col-major) = X^T [in, B] * delta [B, out] (delta^T col-major [out, B], transposed).
+          RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, int(batch), &one, src, in, delta, out,
+                                        &beta, g + layout_.weight_offset(l), in));
+          // db [out] = delta^T [out, B] * ones [B].
+          RLK_CUBLAS_CHECK(detail::gemv(h, CUBLAS_OP_N, out, int(batch), &one, delta, out, ws.ones_.data(), 1, &beta,
+                                        g + layout_.bias_offset(l), 1));
+        }
         if (l > 0 || want_input) {
           T* dst = l > 0 ? next : grad_input.data();
           // dX^T [in, B] = W^T [in, out] (W row-major is W^T col-major) * delta^T [out, B].
@@ -581,83 +619,6 @@ class mlp {
 #endif
   }
 
-  /// @brief d loss / d x [B, input_size] alone for the batch of the last forward(x, ws): backward()
-  /// without the parameter gradients, which stay unchanged (for a path through a network that is
-  /// not being trained by this loss, e.g. dQ/da through a critic in SAC's or TD3's actor loss).
-  /// The result equals backward()'s grad_input bit for bit.
-  /// @param x the same input [B, input_size] the forward pass saw, unchanged since
-  /// @param grad_output d loss / d y [B, output_size]
-  /// @param ws the workspace of the forward pass
-  /// @param grad_input d loss / d x [B, input_size] output
-  /// @throw std::invalid_argument on sizes that do not match the last forward pass or null views
-  void input_gradient(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws,
-                      view<T> grad_input) const {
-    constexpr const char* who = "rlkernels::mlp::input_gradient";
-    const std::size_t batch = check_batch(x, ws, who);
-    RLK_EXPECTS(batch == ws.batch_, std::invalid_argument, who, ": x has ", batch,
-                " rows but the workspace's last forward pass had ", ws.batch_);
-    detail::check_view_size(grad_output.size(), grad_output.data(), batch * std::size_t(output_size()), who,
-                            "grad_output");
-    detail::check_view_size(grad_input.size(), grad_input.data(), batch * std::size_t(input_size()), who,
-                            "grad_input");
-    const std::size_t layers = layout_.num_layers();
-    if constexpr (is_host_backend_v<Backend>) {
-      for_each_chunk(chunk_backend(), batch, detail::mlp_chunk_rows, [&](std::size_t, std::size_t r0, std::size_t r1) {
-        const Eigen::Index rows = Eigen::Index(r1 - r0);
-        const int width = layout_.max_width();
-        T* delta = ws.delta_a_.data() + r0 * std::size_t(width);
-        T* next = ws.delta_b_.data() + r0 * std::size_t(width);
-        {
-          const int out = output_size();
-          const std::size_t n = std::size_t(rows) * std::size_t(out);
-          std::copy(grad_output.data() + r0 * std::size_t(out), grad_output.data() + r0 * std::size_t(out) + n, delta);
-          detail::multiply_activation_derivative_host(layout_.activation_of(layers - 1),
-                                                      ws.outputs_[layers - 1].data() + r0 * std::size_t(out), delta, n);
-        }
-        for (std::size_t l = layers; l-- > 0;) {
-          const int in = layout_.fan_in(l), out = layout_.fan_out(l);
-          detail::const_row_map<T> D(delta, rows, out);
-          detail::const_row_map<T> W(parameters_.data() + layout_.weight_offset(l), out, in);
-          T* dst = l > 0 ? next : grad_input.data() + r0 * std::size_t(in);
-          detail::row_map<T> N(dst, rows, in);
-          N.noalias() = D * W;
-          if (l > 0) {
-            detail::multiply_activation_derivative_host(layout_.activation_of(l - 1),
-                                                        ws.outputs_[l - 1].data() + r0 * std::size_t(in), next,
-                                                        std::size_t(rows) * std::size_t(in));
-            std::swap(delta, next);
-          }
-        }
-      });
-    }
-#if RLK_HAS_CUDA
-    else {
-      cublasHandle_t h = cublas_.get(backend_.stream);
-      const T one = T(1), zero = T(0);
-      T* delta = ws.delta_a_.data();
-      T* next = ws.delta_b_.data();
-      for_each_index(backend_, batch * std::size_t(output_size()),
-                     detail::delta_kernel<T>{grad_output.data(), ws.outputs_[layers - 1].data(), delta,
-                                             layout_.activation_of(layers - 1)});
-      for (std::size_t l = layers; l-- > 0;) {
-        const int in = layout_.fan_in(l), out = layout_.fan_out(l);
-        T* dst = l > 0 ? next : grad_input.data();
-        RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, in, int(batch), out, &one,
-                                      parameters_.data() + layout_.weight_offset(l), in, delta, out, &zero, dst, in));
-        if (l > 0) {
-          for_each_index(backend_, batch * std::size_t(in),
-                         detail::delta_kernel<T>{nullptr, ws.outputs_[l - 1].data(), next, layout_.activation_of(l - 1)});
-          std::swap(delta, next);
-        }
-      }
-    }
-#endif
-  }
-
-  /// Bytes of backend memory the parameters and gradients take.
-  static std::size_t bytes_required(const mlp_layout& layout) { return 2 * layout.num_parameters() * sizeof(T); }
-
- private:
   static mlp_layout checked(const Backend& backend, mlp_layout layout) {
     layout.validate("rlkernels::mlp");
     detail::expect_fits(backend, bytes_required(layout),
