@@ -74,18 +74,6 @@ config preset(const std::string& id) {
   }
 }
 
-/// The envs this example trains: the discrete-action classic-control ones (MLP Q-networks on
-/// low-dimensional observations); the grid envs of the registry are left out to keep its compile
-/// time down.
-template <class Env>
-struct trains : std::false_type {};
-template <class S>
-struct trains<rlkernels::cartpole<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::mountain_car<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::acrobot<S>> : std::true_type {};
-
 template <class Env, class Backend>
 int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
   using namespace rlkernels;
@@ -129,7 +117,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    return rlk_example::with_env<trains>(
+    return rlk_example::with_env<rlk_example::discrete_classic_control>(
         cl.run.env,
         "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +
             cl.run.env + " is not one of them",

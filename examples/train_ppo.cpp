@@ -57,21 +57,6 @@ config preset(const std::string& id) {
   return rlkernels::ppo_preset(id, continuous);
 }
 
-/// The envs this example trains (MLP policies on low-dimensional observations); the grid envs of
-/// the registry are left out to keep its compile time down.
-template <class Env>
-struct trains : std::false_type {};
-template <class S>
-struct trains<rlkernels::cartpole<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::mountain_car<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::mountain_car_continuous<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::pendulum<S>> : std::true_type {};
-template <class S>
-struct trains<rlkernels::acrobot<S>> : std::true_type {};
-
 template <class Env, class Backend>
 int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
   using namespace rlkernels;
@@ -101,7 +86,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    return rlk_example::with_env<trains>(
+    return rlk_example::with_env<rlk_example::classic_control>(
         cl.run.env,
         "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum); " + cl.run.env +
             " is not one of them",

@@ -48,9 +48,6 @@ std::vector<rlk_example::option<config>> hyperparameters() {
   };
 }
 
-template <class Env>
-struct continuous : std::bool_constant<Env::action_space == rlkernels::action_kind::continuous> {};
-
 /// The CSV columns: the last critic step's values, and the last actor step's (the actor learns
 /// on every policy_frequency-th critic step only).
 std::vector<rlk_example::stat> columns(const rlkernels::sac_iteration_stats& s) {
@@ -101,7 +98,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::sac_preset);
-    return rlk_example::with_env<continuous>(
+    return rlk_example::with_env<rlk_example::continuous_actions>(
         cl.run.env,
         "train_sac trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0); " + cl.run.env +
             " is not one of them",

@@ -46,9 +46,6 @@ std::vector<rlk_example::option<config>> hyperparameters() {
   };
 }
 
-template <class Env>
-struct continuous : std::bool_constant<Env::action_space == rlkernels::action_kind::continuous> {};
-
 std::vector<rlk_example::stat> columns(const rlkernels::td3_iteration_stats& s) {
   using rlk_example::real;
   return {real("critic_loss", s.critic_loss), real("actor_loss", s.actor_loss)};
@@ -91,7 +88,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::td3_preset);
-    return rlk_example::with_env<continuous>(
+    return rlk_example::with_env<rlk_example::continuous_actions>(
         cl.run.env,
         "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0); " + cl.run.env +
             " is not one of them",

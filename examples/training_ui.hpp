@@ -38,6 +38,32 @@
 
 namespace rlk_example {
 
+// ---- which envs an example trains (MLPs on low-dimensional observations; the registry's grid
+// and MinAtar envs are left out to keep the examples' compile time down) ----
+
+/// The classic-control envs.
+template <class Env>
+struct classic_control : std::false_type {};
+template <class S>
+struct classic_control<rlkernels::cartpole<S>> : std::true_type {};
+template <class S>
+struct classic_control<rlkernels::mountain_car<S>> : std::true_type {};
+template <class S>
+struct classic_control<rlkernels::mountain_car_continuous<S>> : std::true_type {};
+template <class S>
+struct classic_control<rlkernels::pendulum<S>> : std::true_type {};
+template <class S>
+struct classic_control<rlkernels::acrobot<S>> : std::true_type {};
+
+/// The classic-control envs with discrete actions (DQN).
+template <class Env>
+struct discrete_classic_control
+    : std::bool_constant<classic_control<Env>::value && Env::action_space == rlkernels::action_kind::discrete> {};
+
+/// The envs with continuous actions (SAC, TD3).
+template <class Env>
+struct continuous_actions : std::bool_constant<Env::action_space == rlkernels::action_kind::continuous> {};
+
 // ---------------------------------------------------------------------------------------------
 // Values on the command line
 // ---------------------------------------------------------------------------------------------
