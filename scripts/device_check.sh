@@ -17,10 +17,11 @@
 #      checked/unchecked ratios;
 #   6. trains PPO on CartPole-v1 with train_ppo_cuda for 5 seeds and prints each seed's time to a
 #      mean return of 475, env steps/s, updates/s and its 100-episode evaluation;
-#   7. trains SAC (10k steps), TD3 and DQN (their presets) once each on CUDA and prints time and evaluation.
+#   7. trains SAC (10k steps), TD3 and DQN (their presets) once each on CUDA and prints time and evaluation;
+#   8. runs benchmarks/compare.py --quick with the CUDA rows (COMPARE=0 leaves it out) and prints its tables.
 # Expected time on a 16-core H200 box: about 3-5 minutes, most of it compiling.
 #
-# Environment overrides: BUILD_DIR (build-device), CUDA_ARCH (90), CTEST_JOBS (4),
+# Environment overrides: BUILD_DIR (build-device), CUDA_ARCH (90), CTEST_JOBS (4), COMPARE (1),
 # BENCH_ARGS (extra arguments for the benchmark binary, e.g. "--benchmark_min_time=0.5").
 set -euo pipefail
 
@@ -167,3 +168,10 @@ timeout 300 "$build/examples/train_td3_cuda" --backend cuda --seed 1 --no-plot -
   grep -E "^(trained|evaluation)" | sed "s/^/td3 20k: /"
 timeout 300 "$build/examples/train_dqn_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$build" |
   grep -E "^(trained|evaluation)" | sed "s/^/dqn 50k: /"
+
+if [[ "${COMPARE:-1}" == "1" ]] && command -v python3 >/dev/null 2>&1; then
+  echo "== benchmarks/compare.py --quick (ours on serial, OpenMP and CUDA, plus the Python baselines installed here)"
+  # The comparison of issue 9 with the CUDA rows; results.json, results.md and plots in $build/compare.
+  timeout 900 python3 "$repo/benchmarks/compare.py" --quick --no-build --skip-training --build-dir "$build" \
+    --cuda-build-dir "$build" --out-dir "$build/compare" | sed -n '/^### Summary/,$p' || echo "compare.py failed"
+fi

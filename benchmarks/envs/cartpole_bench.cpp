@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include "../bench_common.hpp"
+#include "env_rows.hpp"
 
 #include <array>
 #include <cmath>
@@ -77,7 +78,7 @@ struct vec_env_fixture {
 template <bool Checked>
 void BM_vec_env(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  vec_env_fixture& f = fixture_for<vec_env_fixture>(n, warmup_steps);
+  vec_env_fixture& f = fixture_for<vec_env_fixture>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps));
   std::size_t k = 0;
   for (auto _ : state) {
     if constexpr (Checked) {
@@ -247,7 +248,7 @@ struct limit_fixture {
 
 void BM_limit_loop(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  limit_fixture& f = fixture_for<limit_fixture>(n, warmup_steps);
+  limit_fixture& f = fixture_for<limit_fixture>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps));
   std::size_t k = 0;
   for (auto _ : state) {
     f.step(f.actions[k++]);
@@ -361,7 +362,7 @@ void BM_virtual_gym_style(benchmark::State& state) {
     state.SkipWithError(rlk::detail::concat("needs ", needed / 1e9, " GB, over half of this machine's memory").c_str());
     return;
   }
-  virtual_fixture& f = fixture_for<virtual_fixture>(n, warmup_steps);
+  virtual_fixture& f = fixture_for<virtual_fixture>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps));
   std::size_t k = 0;
   for (auto _ : state) {
     f.step(f.actions[k++ % f.actions.size()]);
@@ -400,17 +401,27 @@ std::string compare_limit_with_vec_env(std::size_t n, int steps) {
 }
 
 void add(const std::string& name, void (*fn)(benchmark::State&), std::int64_t n) {
-  rlk_bench::add_row(name, fn, n, min_time_s);
+  rlk_bench::add_row(name, fn, n, rlk_bench::min_time_or(min_time_s));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!rlk_bench::parse_options_or_report(argc, argv, "cartpole_bench")) return 2;
   const std::string backend = rlk::backend_name(bench_backend{});
   // N-major order: the rows for one N run together (and each fixture is built once per N).
-  for (const std::int64_t n : batch_sizes) {
+  for (const std::int64_t n : rlk_bench::batch_sizes_or(batch_sizes)) {
     add("BM_vec_env_step/" + backend, BM_vec_env<true>, n);
     add("BM_vec_env_step_unchecked/" + backend, BM_vec_env<false>, n);
+#if defined(RLK_BACKEND_CUDA)
+    // step + copying observations, rewards and flags to pinned host memory (env_rows.hpp)
+    benchmark::RegisterBenchmark(("BM_vec_env_step_to_host/" + backend).c_str(),
+                                 rlk_bench::env_rows::BM_vec_env_to_host<env_type>, rlk_bench::warmup_or(n, warmup_steps))
+        ->Arg(n)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(rlk_bench::min_time_or(min_time_s));
+#endif
     add("BM_limit_loop/" + backend, BM_limit_loop, n);
     add("BM_virtual_gym_style/serial", BM_virtual_gym_style, n);
   }

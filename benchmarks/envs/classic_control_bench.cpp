@@ -36,12 +36,14 @@ constexpr double min_time_s = 0.2;
 template <class Env>
 void add_rows(const char* id) {
   // Env-major, then N: each fixture is built once per (env, N).
-  for (const std::int64_t n : batch_sizes) rlk_bench::env_rows::add_env_rows<Env>(id, n, warmup_steps, min_time_s);
+  for (const std::int64_t n : rlk_bench::batch_sizes_or(batch_sizes))
+    rlk_bench::env_rows::add_env_rows<Env>(id, n, rlk_bench::warmup_or(n, warmup_steps), rlk_bench::min_time_or(min_time_s));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!rlk_bench::parse_options_or_report(argc, argv, "classic_control_bench")) return 2;
   add_rows<rlk::pendulum<float>>("Pendulum-v1");
   add_rows<rlk::mountain_car<float>>("MountainCar-v0");
   add_rows<rlk::mountain_car_continuous<float>>("MountainCarContinuous-v0");

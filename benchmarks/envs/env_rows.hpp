@@ -88,6 +88,51 @@ void BM_vec_env(benchmark::State& state, int warmup) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
 }
 
+#if defined(RLK_BACKEND_CUDA)
+/// The checked step plus copying what a host-side learner reads (observations, rewards,
+/// terminated, truncated) to pinned host memory: the cost of a GPU simulator feeding a CPU learner.
+template <class Env>
+struct host_copy {
+  using scalar = typename rlk::vec_env<Env, bench_backend>::scalar_type;
+  scalar* obs = nullptr;
+  scalar* rewards = nullptr;
+  std::uint8_t* flags = nullptr;  // [2N]: terminated, truncated
+  explicit host_copy(std::size_t n) {
+    RLK_CUDA_CHECK(cudaMallocHost(&obs, n * std::size_t(Env::observation_size) * sizeof(scalar)));
+    RLK_CUDA_CHECK(cudaMallocHost(&rewards, n * sizeof(scalar)));
+    RLK_CUDA_CHECK(cudaMallocHost(&flags, 2 * n));
+  }
+  host_copy(const host_copy&) = delete;
+  host_copy& operator=(const host_copy&) = delete;
+  ~host_copy() {
+    cudaFreeHost(obs);
+    cudaFreeHost(rewards);
+    cudaFreeHost(flags);
+  }
+  void fetch(const rlk::vec_env<Env, bench_backend>& envs) {
+    const std::size_t n = envs.num_envs();
+    RLK_CUDA_CHECK(cudaMemcpy(obs, envs.observations().data(), envs.observations().size() * sizeof(scalar), cudaMemcpyDeviceToHost));
+    RLK_CUDA_CHECK(cudaMemcpy(rewards, envs.rewards().data(), n * sizeof(scalar), cudaMemcpyDeviceToHost));
+    RLK_CUDA_CHECK(cudaMemcpy(flags, envs.terminated().data(), n, cudaMemcpyDeviceToHost));
+    RLK_CUDA_CHECK(cudaMemcpy(flags + n, envs.truncated().data(), n, cudaMemcpyDeviceToHost));
+  }
+};
+
+template <class Env>
+void BM_vec_env_to_host(benchmark::State& state, int warmup) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  auto& f = fixture_for<vec_env_fixture<Env>>(n, warmup);
+  host_copy<Env> host(n);
+  std::size_t k = 0;
+  for (auto _ : state) {
+    f.envs.step(f.action(k++));
+    host.fetch(f.envs);  // synchronous copies: the step has finished when they return
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+#endif
+
 // ---- "virtual_gym_style": the conventional CPU baseline ----------------------------------------
 
 namespace gym_style {
@@ -204,8 +249,9 @@ void BM_virtual_gym_style(benchmark::State& state, int warmup) {
 
 // ---- set-up ---------------------------------------------------------------------------------------
 
-/// Registers the three rows of one env at batch size n: vec_env step and step_unchecked on this
-/// variant's backend, and the single-threaded virtual baseline. Each row steps `warmup` times
+/// Registers the rows of one env at batch size n: vec_env step and step_unchecked on this
+/// variant's backend (on CUDA also step + copying the results to the host), and the
+/// single-threaded virtual baseline. Each row steps `warmup` times
 /// first (so the envs' resets spread out) and runs for at least min_time_s seconds.
 template <class Env>
 void add_env_rows(const char* id, std::int64_t n, int warmup, double min_time_s) {
@@ -219,6 +265,9 @@ void add_env_rows(const char* id, std::int64_t n, int warmup, double min_time_s)
   };
   add(std::string("BM_vec_env_step/") + id + "/" + backend, BM_vec_env<Env, true>);
   add(std::string("BM_vec_env_step_unchecked/") + id + "/" + backend, BM_vec_env<Env, false>);
+#if defined(RLK_BACKEND_CUDA)
+  add(std::string("BM_vec_env_step_to_host/") + id + "/" + backend, BM_vec_env_to_host<Env>);
+#endif
   add(std::string("BM_virtual_gym_style/") + id + "/serial", BM_virtual_gym_style<Env>);
 }
 }  // namespace env_rows

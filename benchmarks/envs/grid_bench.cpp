@@ -36,13 +36,15 @@ constexpr int warmup_steps(std::size_t n) {
 template <class Env>
 void add_rows(const char* id) {
   // Env-major, then N: each fixture is built once per (env, N).
-  for (const std::int64_t n : batch_sizes)
-    rlk_bench::env_rows::add_env_rows<Env>(id, n, warmup_steps(std::size_t(n)), min_time_s);
+  for (const std::int64_t n : rlk_bench::batch_sizes_or(batch_sizes))
+    rlk_bench::env_rows::add_env_rows<Env>(id, n, rlk_bench::warmup_or(n, warmup_steps(std::size_t(n))),
+                                           rlk_bench::min_time_or(min_time_s));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!rlk_bench::parse_options_or_report(argc, argv, "grid_bench")) return 2;
   add_rows<rlk::minatar_breakout<float>>("MinAtar-Breakout-v0");
   add_rows<rlk::minatar_asterix<float>>("MinAtar-Asterix-v0");
   add_rows<rlk::minatar_freeway<float>>("MinAtar-Freeway-v0");

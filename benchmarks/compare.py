@@ -1,0 +1,957 @@
+#!/usr/bin/env python3
+"""rlkernels against the CPU baselines users run today, on this machine, in one invocation.
+
+Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1 and MinAtar Breakout over a sweep of
+batch sizes N, for:
+
+  rlkernels      vec_env::step on the serial, OpenMP and (with an NVIDIA GPU) CUDA backends, from
+                 the Google Benchmark binaries cartpole_bench / classic_control_bench / grid_bench;
+                 on CUDA also step + copying observations, rewards and flags to the host
+  C++ gym-style  the in-binary baseline of those binaries: one heap object per env behind a
+                 virtual reset()/step() interface, stepped one at a time (the same env arithmetic)
+  Gymnasium      one env (gym.make), SyncVectorEnv and AsyncVectorEnv (gym.make_vec, same-step
+                 autoreset like ours), and CartPole's NumPy CartPoleVectorEnv (pip gymnasium)
+  EnvPool        envpool.make(..., num_threads=<cores>, batch_size=N) (pip envpool)
+  MinAtar        the minatar package's Environment, one per env, stepped in a Python loop
+
+and the training time of PPO on CartPole-v1 (seconds until the mean return of the last 100
+training episodes reaches 475) and SAC on Pendulum-v1 (10,000 env steps), ours beside RLtools
+(built from its repository when --rltools CHECKOUT is given or RLK_RLTOOLS_SAC is set) and
+Stable-Baselines3 (when installed). A baseline that is not installed, or that would not fit the
+time or memory budget, is skipped with a note saying why; nothing is estimated or filled in.
+
+Method (the same for every system): the policy is uniformly random over the action space, drawn
+before timing (4 action batches per N, cycled); every system is warmed up by the same number of
+steps for a given N (128, fewer for big N: compare_warmup_steps); each measurement is repeated
+--repeats times, each repeat stepping for at least --min-time seconds, and the median and the
+min-max range are reported. Observations end where a learner would read them: host memory (NumPy
+arrays for the Python systems, host buffers for ours on the CPU), device memory for the CUDA row
+(and host memory for the CUDA "+ copy to host" row).
+
+Usage:
+  python3 benchmarks/compare.py                     # build, measure everything, write build/compare/
+  python3 benchmarks/compare.py --write-docs        # ... and update docs/benchmarks.md and README.md
+  python3 benchmarks/compare.py --quick             # 3 repeats of 0.2 s, N up to 65536
+  python3 benchmarks/compare.py --help
+Outputs: <out-dir>/results.json (every raw number), results.md (the tables), <env>.png (log-log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ---------------------------------------------------------------------------------------------------
+# What is compared
+
+ENVS = {
+    "CartPole-v1": dict(binary="cartpole_bench", row_env=None, gym_id="CartPole-v1", envpool_id="CartPole-v1",
+                        minatar=None, actions=("discrete", 2)),
+    "Pendulum-v1": dict(binary="classic_control_bench", row_env="Pendulum-v1", gym_id="Pendulum-v1",
+                        envpool_id="Pendulum-v1", minatar=None, actions=("continuous", 1, -2.0, 2.0)),
+    "Acrobot-v1": dict(binary="classic_control_bench", row_env="Acrobot-v1", gym_id="Acrobot-v1",
+                       envpool_id="Acrobot-v1", minatar=None, actions=("discrete", 3)),
+    # Ours: MinAtar's defaults (sticky actions 0.1, full action set of 6, no time limit), as
+    # minatar.Environment("breakout") and the gymnasium id MinAtar/Breakout-v0 it registers.
+    "MinAtar-Breakout": dict(binary="grid_bench", row_env="MinAtar-Breakout-v0", gym_id="MinAtar/Breakout-v0",
+                             envpool_id=None, minatar="breakout", actions=("discrete", 6)),
+}
+
+# key -> label in tables and plots (a measured label may add threads or the GPU). Order = table rows.
+SYSTEMS = {
+    "rlk_cuda": "rlkernels CUDA",
+    "rlk_cuda_to_host": "rlkernels CUDA + copy to host",
+    "rlk_openmp": "rlkernels OpenMP",
+    "rlk_serial": "rlkernels serial",
+    "gym_style_cpp": "C++ gym-style loop (ours, 1 thread)",
+    "envpool": "EnvPool",
+    "gymnasium_numpy": "Gymnasium CartPoleVectorEnv (NumPy)",
+    "gymnasium_sync": "Gymnasium SyncVectorEnv",
+    "gymnasium_async": "Gymnasium AsyncVectorEnv",
+    "gymnasium": "Gymnasium, one env",
+    "minatar": "MinAtar package (Python loop)",
+}
+PYTHON_SYSTEMS = ["envpool", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
+ALL_SIZES = [1, 16, 256, 4096, 65536, 1 << 20]
+ACTION_BATCHES = 4
+
+
+def compare_warmup_steps(n: int) -> int:
+    """Warm-up steps for batch size n, for every system (bench_common.hpp has the same rule)."""
+    return int(max(8, min(128, (1 << 20) // max(1, n))))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Statistics and formatting (pure functions; benchmarks/test_compare.py checks them)
+
+def summarize(rates: list[float]) -> dict:
+    """Median and spread of the repeats' env-steps/s."""
+    if not rates:
+        raise ValueError("summarize: no repeats")
+    med = statistics.median(rates)
+    return {"median": med, "min": min(rates), "max": max(rates),
+            "spread_pct": 100.0 * (max(rates) - min(rates)) / (2.0 * med) if med > 0 else 0.0}
+
+
+def human_rate(x: float) -> str:
+    """3 significant digits with k/M/G: 27400000 -> '27.4M'."""
+    if x is None or not math.isfinite(x):
+        return "?"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if abs(x) >= div:
+            v = x / div
+            return (f"{v:.3g}" if v < 100 else f"{v:.0f}") + suffix
+    return f"{x:.3g}"
+
+
+def human_n(n: int) -> str:
+    return "2^20" if n == 1 << 20 else str(n)
+
+
+def predicted_seconds(per_env_step_s: float, n: int, warmup: int, repeats: int, min_time: float) -> float:
+    """Time a cell at batch size n should take, from the cost of one env-step measured at a smaller N
+    (stepping is at least linear in N; building the envs is not counted, so this is optimistic)."""
+    step_s = per_env_step_s * n
+    return warmup * step_s + repeats * max(min_time, step_s)
+
+
+def cell_text(cell: dict | None, footnotes: list[str]) -> str:
+    if cell is None:
+        return ""
+    if cell["status"] != "ok":
+        note = cell.get("note", "skipped")
+        if note not in footnotes:
+            footnotes.append(note)
+        return f"– [{footnotes.index(note) + 1}]"
+    s = cell["summary"]
+    return f"{human_rate(s['median'])} ±{s['spread_pct']:.0f}%" if s["spread_pct"] >= 0.5 else human_rate(s["median"])
+
+
+def markdown_env_table(env: str, cells: list[dict], sizes: list[int]) -> str:
+    """One table: a row per system that has any cell for env, a column per N."""
+    footnotes: list[str] = []
+    by = {(c["system"], c["n"]): c for c in cells if c["env"] == env}
+    systems = [s for s in SYSTEMS if any((s, n) in by for n in sizes)]
+    lines = [f"| {env} | " + " | ".join(f"N={human_n(n)}" for n in sizes) + " |",
+             "|---|" + "---:|" * len(sizes)]
+    for s in systems:
+        label = next((c["label"] for c in cells if c["env"] == env and c["system"] == s), SYSTEMS[s])
+        lines.append(f"| {label} | " + " | ".join(cell_text(by.get((s, n)), footnotes) for n in sizes) + " |")
+    out = "\n".join(lines)
+    if footnotes:
+        out += "\n\n" + "\n".join(f"[{i + 1}] {note}  " for i, note in enumerate(footnotes)).rstrip()
+    return out
+
+
+def best_cell(cells: list[dict], env: str, systems: list[str]) -> dict | None:
+    ok = [c for c in cells if c["env"] == env and c["system"] in systems and c["status"] == "ok"]
+    return max(ok, key=lambda c: c["summary"]["median"]) if ok else None
+
+
+def markdown_summary(cells: list[dict]) -> str:
+    """Per env: the best median of rlkernels and of each baseline family (at its best N), and the
+    speed-ups of our best over Gymnasium's single env and over the best package measured (EnvPool,
+    Gymnasium, MinAtar; our own C++ gym-style loop has its column but is not a package)."""
+    families = [("rlkernels", ["rlk_cuda", "rlk_openmp", "rlk_serial"]),
+                ("EnvPool", ["envpool"]),
+                ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
+                ("Gymnasium, one env", ["gymnasium"]),
+                ("MinAtar package", ["minatar"]),
+                ("C++ gym-style loop", ["gym_style_cpp"])]
+    head = "| env | " + " | ".join(f for f, _ in families) + " | ours / Gymnasium one env | ours / best package |"
+    lines = [head, "|---|" + "---|" * (len(families) + 2)]
+    baselines = [s for s in SYSTEMS if not s.startswith("rlk_") and s != "gym_style_cpp"]
+    for env in ENVS:
+        if not any(c["env"] == env for c in cells):
+            continue
+        row = [env]
+        for _, systems in families:
+            b = best_cell(cells, env, systems)
+            if b is None:
+                row.append("–")
+            else:
+                short = re.sub(r"^(rlkernels|Gymnasium) ", "", b["label"])
+                where = f"{short}, N={human_n(b['n'])}" if len(systems) > 1 else f"N={human_n(b['n'])}"
+                row.append(f"{human_rate(b['summary']['median'])} ({where})")
+        ours = best_cell(cells, env, ["rlk_cuda", "rlk_openmp", "rlk_serial"])
+        one = best_cell(cells, env, ["gymnasium"])
+        base = best_cell(cells, env, baselines)
+        ratio = lambda a, b: f"{a['summary']['median'] / b['summary']['median']:,.0f}x" if a and b else "–"
+        row += [ratio(ours, one), ratio(ours, base)]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def markdown_training(rows: list[dict]) -> str:
+    lines = ["| task | system | median | min – max | runs | notes |", "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        if r["status"] == "ok":
+            t = r["seconds"]
+            lines.append(f"| {r['task']} | {r['system']} | {statistics.median(t):.2f} s | {min(t):.2f} – {max(t):.2f} s | "
+                         f"{len(t)} | {r.get('note', '')} |")
+        else:
+            lines.append(f"| {r['task']} | {r['system']} | – | – | 0 | skipped: {r['note']} |")
+    return "\n".join(lines)
+
+
+def replace_between(text: str, begin: str, end: str, body: str) -> str:
+    """Replaces what lies between the marker lines begin and end (both kept); ValueError if absent."""
+    i, j = text.find(begin), text.find(end)
+    if i < 0 or j < 0 or j < i:
+        raise ValueError(f"markers {begin!r} ... {end!r} not found (in this order)")
+    return text[: i + len(begin)] + "\n" + body.strip("\n") + "\n" + text[j:]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The machine
+
+def machine_description() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        pass
+    gpus = []
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=30)
+            if out.returncode == 0:
+                gpus = [g.strip() for g in out.stdout.splitlines() if g.strip()]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except OSError:
+        commit = ""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": cores, "memory_gib": round(mem_gib, 1) if mem_gib else None, "gpus": gpus,
+            "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+            "commit": commit, "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "load_avg_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None}
+
+
+def machine_line(m: dict) -> str:
+    gpu = ", GPU: " + ", ".join(m["gpus"]) if m["gpus"] else ", no GPU"
+    mem = f", {m['memory_gib']:.0f} GiB" if m.get("memory_gib") else ""
+    return f"{m['cpu']}, {m['cores']} cores{mem}{gpu}"
+
+
+def package_versions() -> dict:
+    import importlib.metadata as md
+    out = {}
+    for p in ["numpy", "gymnasium", "envpool", "MinAtar", "stable-baselines3", "torch", "matplotlib"]:
+        try:
+            out[p] = md.version(p)
+        except md.PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Worker: one Python baseline measurement, in its own process (the driver runs
+# `compare.py --worker SYSTEM ...` and reads one JSON line)
+
+def make_actions(spec: dict, n: int):
+    import numpy as np
+    rng = np.random.default_rng(777 + n)
+    kind = spec["actions"]
+    if kind[0] == "discrete":
+        return [rng.integers(0, kind[1], size=n, dtype=np.int64) for _ in range(ACTION_BATCHES)]
+    _, width, low, high = kind
+    return [rng.uniform(low, high, size=(n, width)).astype(np.float32) for _ in range(ACTION_BATCHES)]
+
+
+def time_steps(step, actions, n: int, warmup: int, repeats: int, min_time: float) -> list[float]:
+    """Warm up, then `repeats` timed stretches of at least min_time seconds; env-steps/s of each."""
+    k = 0
+    for _ in range(warmup):
+        step(actions[k % ACTION_BATCHES])
+        k += 1
+    rates = []
+    clock = time.perf_counter
+    for _ in range(repeats):
+        steps = 0
+        start = clock()
+        while True:
+            step(actions[k % ACTION_BATCHES])
+            k += 1
+            steps += 1
+            elapsed = clock() - start
+            if elapsed >= min_time:
+                break
+        rates.append(steps * n / elapsed)
+    return rates
+
+
+def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, min_time: float, seed: int) -> dict:
+    spec = ENVS[env]
+    actions = make_actions(spec, n)
+    label = SYSTEMS[system]
+    extra = {}
+    now = time.perf_counter
+    if system == "envpool":
+        import envpool
+        t0 = now()
+        threads = len(os.sched_getaffinity(0))
+        # batch_size = num_envs: synchronous stepping of all N, like every other system here.
+        envs = envpool.make(spec["envpool_id"], env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads,
+                            seed=seed)
+        envs.reset()
+        label = f"EnvPool ({threads} threads)"
+        extra["autoreset"] = "EnvPool's: the step after an episode ends returns the reset observation"
+
+        def step(a):
+            return envs.step(a)
+    elif system in ("gymnasium_sync", "gymnasium_async", "gymnasium_numpy"):
+        import gymnasium as gym
+        if spec["minatar"]:
+            import minatar.gym
+            minatar.gym.register_envs()
+        t0 = now()
+        if system == "gymnasium_numpy":
+            envs = gym.make_vec(spec["gym_id"], num_envs=n, vectorization_mode="vector_entry_point")
+            extra["autoreset"] = "Gymnasium's next-step autoreset (its vector entry point has no same-step mode)"
+        else:
+            mode = "sync" if system == "gymnasium_sync" else "async"
+            envs = gym.make_vec(spec["gym_id"], num_envs=n, vectorization_mode=mode,
+                                vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+            extra["autoreset"] = "same-step (the final observation in info, as ours)"
+        envs.reset(seed=seed)
+
+        def step(a):
+            return envs.step(a)
+    elif system == "gymnasium":
+        import gymnasium as gym
+        if spec["minatar"]:
+            import minatar.gym
+            minatar.gym.register_envs()
+        if n != 1:
+            raise ValueError("gymnasium (one env) runs at N=1 only")
+        t0 = now()
+        env_ = gym.make(spec["gym_id"])
+        env_.reset(seed=seed)
+        actions = [a[0] if spec["actions"][0] == "continuous" else int(a[0]) for a in actions]
+
+        def step(a):
+            obs, reward, terminated, truncated, info = env_.step(a)
+            if terminated or truncated:
+                obs, info = env_.reset()
+            return obs
+    elif system == "minatar":
+        import numpy as np
+        from minatar import Environment
+        t0 = now()
+        envs = [Environment(spec["minatar"], sticky_action_prob=0.1) for _ in range(n)]
+        for i, e in enumerate(envs):
+            e.seed(seed + i)
+            e.reset()
+        lists = [a.tolist() for a in actions]
+        actions = lists
+        obs = np.empty((n, *envs[0].state_shape()), dtype=bool)
+        extra["observations"] = "copied into one [N, 10, 10, 4] array per step (what a learner reads)"
+
+        def step(a):
+            for i, (e, ai) in enumerate(zip(envs, a)):
+                reward, terminal = e.act(ai)
+                if terminal:
+                    e.reset()
+                obs[i] = e.state()
+            return obs
+    else:
+        raise ValueError(f"unknown worker system {system!r}")
+    build_s = now() - t0  # making and resetting the envs, imports excluded
+    rates = time_steps(step, actions, n, warmup, repeats, min_time)
+    return {"rates": rates, "label": label, "build_s": build_s, **extra}
+
+
+def sb3_train(task: str, seed: int, max_steps: int) -> dict:
+    """Stable-Baselines3 on CPU: PPO CartPole-v1 with rl-zoo's tuned hyperparameters until the mean
+    return of the last 100 training episodes reaches 475, or SAC Pendulum-v1 for 10k steps with the
+    configuration our preset and RLtools use (64-64 networks, batch 100, lr 1e-3)."""
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.utils import LinearSchedule
+    import gymnasium as gym
+
+    class StopAt475(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.reached_at = None
+            self.start = None
+
+        def _on_training_start(self):
+            self.start = time.perf_counter()
+
+        def _on_step(self):
+            buf = self.model.ep_info_buffer
+            if buf is not None and len(buf) == 100 and np.mean([e["r"] for e in buf]) >= 475:
+                self.reached_at = time.perf_counter() - self.start
+                return False
+            return True
+
+    if task == "ppo_cartpole":
+        env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+        model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
+                    ent_coef=0.0, learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0),
+                    seed=seed, device="cpu", verbose=0)
+        cb = StopAt475()
+        start = time.perf_counter()
+        model.learn(total_timesteps=max_steps, callback=cb)
+        total = time.perf_counter() - start
+        return {"seconds": cb.reached_at if cb.reached_at is not None else total, "reached": cb.reached_at is not None,
+                "env_steps": int(model.num_timesteps), "torch_threads": torch.get_num_threads()}
+    if task == "sac_pendulum_10k":
+        env = gym.make("Pendulum-v1")
+        model = SAC("MlpPolicy", env, learning_rate=1e-3, buffer_size=10000, learning_starts=100, batch_size=100,
+                    tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, policy_kwargs=dict(net_arch=[64, 64]),
+                    seed=seed, device="cpu", verbose=0)
+        start = time.perf_counter()
+        model.learn(total_timesteps=10000)
+        seconds = time.perf_counter() - start
+        from stable_baselines3.common.evaluation import evaluate_policy
+        from stable_baselines3.common.monitor import Monitor
+        mean, _ = evaluate_policy(model, Monitor(gym.make("Pendulum-v1")), n_eval_episodes=20, deterministic=True)
+        return {"seconds": seconds, "reached": True, "eval_return": float(mean), "torch_threads": torch.get_num_threads()}
+    raise ValueError(f"unknown sb3 task {task!r}")
+
+
+def run_worker(args) -> int:
+    try:
+        if args.worker == "sb3":
+            result = sb3_train(args.env, args.seed, args.max_steps)
+        else:
+            result = worker_env_steps(args.worker, args.env, args.n, args.warmup, args.repeats, args.min_time, args.seed)
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+    except ImportError as e:
+        print("MISSING " + json.dumps({"module": getattr(e, "name", None) or str(e)}), flush=True)
+        return 3
+
+
+# ---------------------------------------------------------------------------------------------------
+# Driver
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.cells: list[dict] = []
+        self.training: list[dict] = []
+        self.notes: list[str] = []
+        self.log_lines: list[str] = []
+
+    def log(self, msg: str):
+        print(msg, flush=True)
+
+    # ---- ours (Google Benchmark binaries) ----
+
+    def binary(self, build_dir: Path, name: str) -> Path:
+        return build_dir / "benchmarks" / name
+
+    def run_gbench(self, exe: Path, sizes: list[int], filter_re: str, extra_env: dict | None = None) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.json"
+            cmd = [str(exe), f"--rlk_batch_sizes={','.join(map(str, sizes))}", f"--rlk_min_time={self.args.min_time}",
+                   "--rlk_compare_warmup", f"--benchmark_repetitions={self.args.repeats}",
+                   f"--benchmark_filter={filter_re}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+            env = dict(os.environ, **(extra_env or {}))
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0 or not out.exists():
+                raise RuntimeError(f"{exe.name} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+            return json.loads(out.read_text())
+
+    def ours(self, env: str, backend: str, build_dir: Path, systems_rows: dict):
+        """systems_rows: system key -> row-name prefix (without env or backend)."""
+        spec = ENVS[env]
+        exe = self.binary(build_dir, f"{spec['binary']}_{backend}")
+        if not exe.exists():
+            for system in systems_rows:
+                self.skip(system, env, None, f"{exe} not built")
+            return
+        # Google Benchmark's filter is a POSIX extended regex: the env ids need no escaping there.
+        env_part = f"{spec['row_env']}/" if spec["row_env"] else ""
+        alternatives = "|".join(systems_rows.values())
+        filter_re = f"^({alternatives})/{env_part}[a-z]+/[0-9]+/"
+        self.log(f"  {exe.name}: {', '.join(systems_rows)} ...")
+        data = self.run_gbench(exe, self.args.sizes, filter_re)
+        threads = data["context"].get("omp_max_threads")
+        gpu = data["context"].get("cuda_device")
+        for system, prefix in systems_rows.items():
+            for n in self.args.sizes:
+                rows = [b for b in data["benchmarks"]
+                        if b.get("run_type") == "iteration"
+                        and re.match(f"^{re.escape(prefix + '/' + env_part)}[a-z]+/{n}/", b["name"])]
+                errors = [b for b in rows if b.get("error_occurred")]
+                if errors:
+                    self.skip(system, env, n, errors[0].get("error_message", "error"))
+                    continue
+                if not rows:
+                    self.skip(system, env, n, "no row")
+                    continue
+                label = SYSTEMS[system]
+                if system == "rlk_openmp" and threads:
+                    label += f" ({threads} threads)"
+                if system.startswith("rlk_cuda") and gpu:
+                    label += f" ({gpu})"
+                self.add(system, env, n, [b["items_per_second"] for b in rows], label,
+                         {"binary": exe.name, "row": rows[0]["name"]})
+
+    # ---- bookkeeping ----
+
+    def add(self, system, env, n, rates, label, extra=None):
+        cell = {"system": system, "label": label, "env": env, "n": n, "status": "ok", "rates": rates,
+                "summary": summarize(rates), "warmup_steps": compare_warmup_steps(n),
+                "repeats": len(rates), "min_time_s": self.args.min_time, **(extra or {})}
+        self.cells.append(cell)
+        self.log(f"    {label:45s} {env:18s} N={human_n(n):>7s}  {human_rate(cell['summary']['median']):>7s} steps/s"
+                 f"  (±{cell['summary']['spread_pct']:.1f}%)")
+
+    def skip(self, system, env, n, note):
+        sizes = self.args.sizes if n is None else [n]
+        for size in sizes:
+            self.cells.append({"system": system, "label": SYSTEMS[system], "env": env, "n": size, "status": "skipped",
+                               "note": note})
+        self.log(f"    {SYSTEMS[system]:45s} {env:18s} N={'all' if n is None else human_n(n):>7s}  skipped: {note}")
+
+    # ---- Python baselines ----
+
+    def python_baseline(self, system: str, env: str, missing: dict):
+        spec = ENVS[env]
+        if system == "envpool" and not spec["envpool_id"]:
+            return self.skip(system, env, None, "EnvPool has no MinAtar games")
+        if system == "minatar" and not spec["minatar"]:
+            return
+        if system == "gymnasium_numpy" and env != "CartPole-v1":
+            return  # Gymnasium ships a NumPy vector env for CartPole only
+        if system in missing:
+            return self.skip(system, env, None, missing[system])
+        per_env_step = build_per_env = None
+        for n in self.args.sizes:
+            if system == "gymnasium" and n != 1:
+                continue
+            warmup = compare_warmup_steps(n)
+            if system == "gymnasium_async" and n > self.args.async_max_envs:
+                self.skip(system, env, n, f"AsyncVectorEnv runs one process per env; N > {self.args.async_max_envs} "
+                                          "(--async-max-envs) would swamp this machine's cores and memory")
+                continue
+            if per_env_step is not None:
+                guess = predicted_seconds(per_env_step, n, warmup, self.args.repeats, self.args.min_time) + build_per_env * n
+                if guess > self.args.budget:
+                    self.skip(system, env, n, f"would take about {guess:.0f} s or more (over the --budget of "
+                                              f"{self.args.budget:.0f} s per measurement)")
+                    continue
+            cmd = [self.args.python, str(Path(__file__).resolve()), "--worker", system, "--env", env, "--n", str(n),
+                   "--warmup", str(warmup), "--repeats", str(self.args.repeats), "--min-time", str(self.args.min_time),
+                   "--seed", "2026"]
+            result, note = self.run_worker(cmd, self.args.budget * 2 + 60)
+            if result is None:
+                if note.startswith("not installed"):
+                    missing[system] = note
+                    return self.skip(system, env, None, note)
+                self.skip(system, env, n, note)
+                continue
+            extra = {k: v for k, v in result.items() if k not in ("rates", "label")}
+            self.add(system, env, n, result["rates"], result["label"], extra)
+            per_env_step = 1.0 / max(result["rates"])
+            # building N envs: only extrapolated from a big N (small ones are dominated by fixed costs)
+            build_per_env = result.get("build_s", 0.0) / n if n >= 1024 else 0.0
+
+    def run_worker(self, cmd: list[str], timeout: float):
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, f"stopped after {timeout:.0f} s (the time limit of one measurement)"
+        for line in proc.stdout.splitlines():
+            if line.startswith("RESULT "):
+                return json.loads(line[7:]), ""
+            if line.startswith("MISSING "):
+                module = json.loads(line[8:])["module"]
+                return None, f"not installed: Python module '{module}' (pip install it to include this baseline)"
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        if proc.returncode < 0 or proc.returncode == 137:
+            return None, f"the process was killed (signal {-proc.returncode}; out of memory?)"
+        return None, f"failed: {tail[:200]}"
+
+    # ---- training time ----
+
+    def training_rows(self):
+        a = self.args
+        build = Path(a.build_dir)
+        # ours: the Google Benchmark training binaries (5 seeds as repetitions inside)
+        ppo = self.binary(build, "ppo_bench_openmp")
+        off = self.binary(build, "offpolicy_bench_serial")
+        rows = [(ppo, "ppo_cartpole_preset", "PPO CartPole-v1, time to 475", "rlkernels PPO (OpenMP, ppo_preset)"),
+                (off, "sac_pendulum_10k", "SAC Pendulum-v1, 10k steps", "rlkernels SAC (serial, sac_preset, Eigen products)")]
+        if a.with_blas:
+            rows.append((self.binary(Path(a.blas_build_dir), "offpolicy_bench_serial"), "sac_pendulum_10k",
+                         "SAC Pendulum-v1, 10k steps", "rlkernels SAC (serial, sac_preset, -DRLK_USE_BLAS=ON: OpenBLAS)"))
+        for exe, row, task, system in rows:
+            if not exe.exists():
+                self.training.append({"task": task, "system": system, "status": "skipped", "note": f"{exe} not built"})
+                continue
+            self.log(f"  {exe.name} {row} ...")
+            data = self.run_training_gbench(exe, f"^{row}/", {"OPENBLAS_NUM_THREADS": "1"})
+            runs = [b for b in data["benchmarks"] if b.get("run_type") == "iteration"]
+            secs = [b["real_time"] / 1e3 for b in runs]  # ms -> s
+            note = ""
+            if row.startswith("ppo"):
+                reached = sum(int(b.get("reached", 0)) for b in runs)
+                note = f"{reached}/{len(runs)} reached 475"
+            else:
+                note = "eval return " + ", ".join(f"{b.get('eval_return', float('nan')):.0f}" for b in runs)
+            self.training.append({"task": task, "system": system, "status": "ok", "seconds": secs, "note": note,
+                                  "raw": runs})
+            self.log(f"    {system}: median {statistics.median(secs):.2f} s")
+        # RLtools
+        self.training.append({"task": "PPO CartPole-v1, time to 475", "system": "RLtools", "status": "skipped",
+                              "note": "RLtools has no CartPole-v1 environment (its PPO examples are Pendulum, Ant and "
+                                      "its own drone tasks)"})
+        rl = self.rltools_command()
+        if isinstance(rl, str) and rl.startswith("skip:"):
+            self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
+                                  "note": rl[5:].strip()})
+        else:
+            self.log("  offpolicy_bench_serial rltools_sac_pendulum_10k ...")
+            data = self.run_training_gbench(off, "^rltools_sac_pendulum_10k/", {"RLK_RLTOOLS_SAC": rl})
+            runs = [b for b in data["benchmarks"] if b.get("run_type") == "iteration" and not b.get("error_occurred")]
+            if not runs:
+                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
+                                      "note": "its benchmark program failed"})
+            else:
+                secs = [b["real_time"] / 1e3 for b in runs]
+                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools (OpenBLAS, 1 thread)",
+                                      "status": "ok", "seconds": secs,
+                                      "note": "whole process, as built by scripts/rltools_sac_baseline.sh; seed 0 each run"})
+                self.log(f"    RLtools: median {statistics.median(secs):.2f} s")
+        # Stable-Baselines3
+        for task, name, max_steps in [("ppo_cartpole", "PPO CartPole-v1, time to 475", a.sb3_ppo_max_steps),
+                                      ("sac_pendulum_10k", "SAC Pendulum-v1, 10k steps", 10000)]:
+            if a.sb3_seeds <= 0:
+                self.training.append({"task": name, "system": "Stable-Baselines3", "status": "skipped",
+                                      "note": "--sb3-seeds 0"})
+                continue
+            secs, infos, note = [], [], ""
+            for seed in range(1, a.sb3_seeds + 1):
+                self.log(f"  Stable-Baselines3 {task} seed {seed} ...")
+                cmd = [a.python, str(Path(__file__).resolve()), "--worker", "sb3", "--env", task, "--seed", str(seed),
+                       "--max-steps", str(max_steps)]
+                result, note = self.run_worker(cmd, a.sb3_timeout)
+                if result is None:
+                    break
+                secs.append(result["seconds"])
+                infos.append(result)
+            if not secs:
+                self.training.append({"task": name, "system": "Stable-Baselines3", "status": "skipped", "note": note})
+                continue
+            threads = infos[0].get("torch_threads")
+            if task == "ppo_cartpole":
+                reached = sum(1 for r in infos if r["reached"])
+                desc = (f"rl-zoo hyperparameters, {reached}/{len(infos)} reached 475 within {max_steps} steps"
+                        " (a run that did not counts its whole time)")
+            else:
+                desc = "64-64, batch 100, lr 1e-3; eval return " + ", ".join(f"{r['eval_return']:.0f}" for r in infos)
+            self.training.append({"task": name, "system": f"Stable-Baselines3 (PyTorch CPU, {threads} threads)",
+                                  "status": "ok", "seconds": secs, "note": desc, "raw": infos})
+            self.log(f"    SB3: median {statistics.median(secs):.2f} s")
+        order = {"PPO CartPole-v1, time to 475": 0, "SAC Pendulum-v1, 10k steps": 1}
+        self.training.sort(key=lambda r: order[r["task"]])
+
+    def run_training_gbench(self, exe: Path, filter_re: str, env: dict) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.json"
+            cmd = [str(exe), f"--benchmark_filter={filter_re}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env))
+            if proc.returncode != 0 or not out.exists():
+                raise RuntimeError(f"{exe.name} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+            return json.loads(out.read_text())
+
+    def rltools_command(self) -> str:
+        a = self.args
+        if os.environ.get("RLK_RLTOOLS_SAC"):
+            return os.environ["RLK_RLTOOLS_SAC"]
+        if not a.rltools:
+            return ("skip: no RLtools checkout given (--rltools CHECKOUT, a clone of "
+                    "https://github.com/rl-tools/rl-tools; or set RLK_RLTOOLS_SAC)")
+        build = Path(a.rltools_build)
+        self.log(f"  building RLtools' SAC benchmark from {a.rltools} in {build} (scripts/rltools_sac_baseline.sh) ...")
+        proc = subprocess.run(["bash", str(ROOT / "scripts/rltools_sac_baseline.sh"), a.rltools, str(build)],
+                              capture_output=True, text=True, env=dict(os.environ, RUNS="1", EVAL="0"))
+        exe = build / "src/rl/environments/pendulum/sac/cpu/rl_environments_pendulum_sac_benchmark"
+        if proc.returncode != 0 or not exe.exists():
+            return "skip: building RLtools failed: " + (proc.stdout + proc.stderr).strip()[-300:]
+        return f"OPENBLAS_NUM_THREADS=1 {exe}"
+
+    # ---- everything ----
+
+    def run(self):
+        a = self.args
+        build = Path(a.build_dir)
+        missing: dict[str, str] = {}
+        cuda_build = Path(a.cuda_build_dir) if a.cuda_build_dir else None
+        gpu = bool(self.machine["gpus"])
+        for env in a.envs:
+            self.log(f"== {env}")
+            self.ours(env, "serial", build, {"rlk_serial": "BM_vec_env_step", "gym_style_cpp": "BM_virtual_gym_style"})
+            self.ours(env, "openmp", build, {"rlk_openmp": "BM_vec_env_step"})
+            if gpu and cuda_build:
+                self.ours(env, "cuda", cuda_build, {"rlk_cuda": "BM_vec_env_step", "rlk_cuda_to_host": "BM_vec_env_step_to_host"})
+            elif env == a.envs[0]:
+                self.notes.append("rlkernels CUDA: " + ("no NVIDIA GPU on this machine (nvidia-smi found none)" if not gpu
+                                                        else "no CUDA build (--cuda-build-dir)"))
+            for system in PYTHON_SYSTEMS:
+                if system in a.skip:
+                    continue
+                self.python_baseline(system, env, missing)
+        if not a.skip_training:
+            self.log("== training time")
+            self.training_rows()
+
+
+def build_targets(args, machine) -> None:
+    build = Path(args.build_dir)
+    targets = sorted({f"{ENVS[e]['binary']}_{b}" for e in args.envs for b in ("serial", "openmp")})
+    if not args.skip_training:
+        targets += ["ppo_bench_openmp", "offpolicy_bench_serial"]
+    if not (build / "CMakeCache.txt").exists():
+        if build.resolve() != (ROOT / "build/default").resolve():
+            raise SystemExit(f"compare.py: {build} is not a configured build directory (or use --build-dir build/default)")
+        subprocess.run(["cmake", "--preset", "default"], cwd=ROOT, check=True)
+    print(f"== building {' '.join(targets)}", flush=True)
+    subprocess.run(["cmake", "--build", str(build), "--target", *targets], cwd=ROOT, check=True)
+    if args.with_blas and not args.skip_training:
+        blas = Path(args.blas_build_dir)
+        if not (blas / "CMakeCache.txt").exists():
+            subprocess.run(["cmake", "--preset", "default", "-B", str(blas), "-DRLK_USE_BLAS=ON"], cwd=ROOT, check=True)
+        subprocess.run(["cmake", "--build", str(blas), "--target", "offpolicy_bench_serial"], cwd=ROOT, check=True)
+    if machine["gpus"] and args.cuda_build_dir:
+        cuda = Path(args.cuda_build_dir)
+        if not (cuda / "CMakeCache.txt").exists():
+            subprocess.run(["cmake", "--preset", "cuda", "-DCMAKE_CUDA_ARCHITECTURES=native", "-B", str(cuda)], cwd=ROOT,
+                           check=True)
+        cuda_targets = sorted({f"{ENVS[e]['binary']}_cuda" for e in args.envs})
+        subprocess.run(["cmake", "--build", str(cuda), "--target", *cuda_targets], cwd=ROOT, check=True)
+
+
+def plot(env: str, cells: list[dict], machine: dict, path: Path) -> str | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no plots (pip install matplotlib or apt-get install python3-matplotlib)"
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    styles = {"rlk_": dict(lw=2.2), "gym_style_cpp": dict(ls="--"), "": dict(ls=":")}
+    for system in SYSTEMS:
+        pts = sorted((c["n"], c["summary"]) for c in cells
+                     if c["env"] == env and c["system"] == system and c["status"] == "ok")
+        if not pts:
+            continue
+        label = next(c["label"] for c in cells if c["env"] == env and c["system"] == system and c["status"] == "ok")
+        xs = [p[0] for p in pts]
+        ys = [p[1]["median"] for p in pts]
+        err = [[p[1]["median"] - p[1]["min"] for p in pts], [p[1]["max"] - p[1]["median"] for p in pts]]
+        style = styles["rlk_"] if system.startswith("rlk_") else styles.get(system, styles[""])
+        marker = "*" if len(xs) == 1 else "o"  # systems measured at one N (Gymnasium's single env)
+        ax.errorbar(xs, ys, yerr=err, marker=marker, ms=9 if marker == "*" else 4, capsize=2, label=label, **style)
+    ax.set_xscale("log", base=2)
+    sizes = sorted({c["n"] for c in cells if c["env"] == env})
+    ax.set_xticks(sizes, [human_n(n) for n in sizes])
+    ax.set_yscale("log")
+    ax.set_xlabel("number of parallel envs N")
+    ax.set_ylabel("env-steps per second (median, min-max bars)")
+    ax.set_title(f"{env}: random policy, env-steps/s")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7.5, loc="best")
+    fig.text(0.01, 0.005, f"{machine_line(machine)}; {machine['date']}; rlkernels {machine['commit']}", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def slug(env: str) -> str:
+    return env.lower().replace("/", "-")
+
+
+def report_markdown(r: Runner, machine: dict, versions: dict, command: str, image_dir: str) -> str:
+    a = r.args
+    lines = [f"Measured {machine['date']} on {machine_line(machine)} ({machine['os']}), rlkernels {machine['commit']}, "
+             f"with `{command}`.",
+             "Packages: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + ".",
+             f"Env-steps per second, median of {a.repeats} repeats of at least {a.min_time:g} s each, after a warm-up "
+             "of `compare_warmup_steps(N)` steps; ±x% is half the min-max range of the repeats. "
+             "Random uniform actions; observations in host memory (device memory for the CUDA row).", ""]
+    for note in r.notes:
+        lines.append(f"- {note}")
+    if r.notes:
+        lines.append("")
+    lines += ["### Summary", "", markdown_summary(r.cells), ""]
+    for env in a.envs:
+        lines += [f"### {env}", "", markdown_env_table(env, r.cells, a.sizes), "",
+                  f"![{env}: env-steps/s against N]({image_dir}/{slug(env)}.png)", ""]
+    if r.training:
+        lines += ["### Training time", "", markdown_training(r.training), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="See the module docstring and docs/benchmarks.md.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--envs", default=",".join(ENVS), help="comma-separated, from: " + ", ".join(ENVS))
+    p.add_argument("--sizes", default=",".join(map(str, ALL_SIZES)), help="batch sizes N (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per measurement (default 5)")
+    p.add_argument("--min-time", type=float, default=0.5, help="seconds per repeat, at least (default 0.5)")
+    p.add_argument("--budget", type=float, default=90.0,
+                   help="skip a Python-baseline measurement predicted to take longer than this many seconds (default 90)")
+    p.add_argument("--async-max-envs", type=int, default=16,
+                   help="largest N for Gymnasium's AsyncVectorEnv (one process per env; default 16)")
+    p.add_argument("--skip", default="", help="comma-separated systems to leave out: " + ", ".join(PYTHON_SYSTEMS))
+    p.add_argument("--quick", action="store_true", help="3 repeats of 0.2 s, N up to 65536, 2 SB3 seeds")
+    p.add_argument("--smoke", action="store_true",
+                   help="seconds-long check of the whole pipeline (N=1,16, tiny timings, no training rows)")
+    p.add_argument("--build-dir", default=str(ROOT / "build/default"), help="host build (default build/default)")
+    p.add_argument("--cuda-build-dir", default=str(ROOT / "build/compare-cuda"),
+                   help="CUDA build, used when a GPU is present (default build/compare-cuda)")
+    p.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    p.add_argument("--out-dir", default=str(ROOT / "build/compare"), help="results.json, results.md and plots")
+    p.add_argument("--write-docs", action="store_true",
+                   help="also write the tables and plots into docs/benchmarks.md, docs/compare/ and README.md")
+    p.add_argument("--python", default=sys.executable, help="interpreter for the Python baselines")
+    p.add_argument("--skip-training", action="store_true", help="leave out the training-time rows")
+    p.add_argument("--sb3-seeds", type=int, default=5, help="seeds of each Stable-Baselines3 row (default 5; 0 = none)")
+    p.add_argument("--sb3-ppo-max-steps", type=int, default=100000,
+                   help="SB3 PPO CartPole's total_timesteps (default 100000, rl-zoo's; its lr and clip anneal over it)")
+    p.add_argument("--sb3-timeout", type=float, default=900, help="seconds per SB3 run before it is stopped")
+    p.add_argument("--with-blas", action="store_true",
+                   help="add our SAC row built with -DRLK_USE_BLAS=ON (needs a BLAS, e.g. libopenblas-dev)")
+    p.add_argument("--blas-build-dir", default=str(ROOT / "build/blas"), help="that build (default build/blas)")
+    p.add_argument("--rltools", default=None, help="an RLtools checkout to build its SAC benchmark from")
+    p.add_argument("--rltools-build", default="/tmp/rltools-baseline-build", help="where to build RLtools")
+    # worker mode (internal)
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--env", help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--warmup", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=2026, help=argparse.SUPPRESS)
+    p.add_argument("--max-steps", type=int, default=200000, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        return run_worker(args)
+
+    if args.quick:
+        args.repeats, args.min_time, args.sb3_seeds = 3, 0.2, min(args.sb3_seeds, 2)
+        args.sizes = ",".join(s for s in args.sizes.split(",") if int(s) <= 65536)
+    if args.smoke:
+        args.repeats, args.min_time, args.budget = 2, 0.02, 10.0
+        args.sizes, args.skip_training, args.async_max_envs = "1,16", True, 1
+    args.envs = [e.strip() for e in args.envs.split(",") if e.strip()]
+    for e in args.envs:
+        if e not in ENVS:
+            p.error(f"--envs: unknown env {e!r}; choose from {', '.join(ENVS)}")
+    try:
+        args.sizes = sorted({int(s) for s in str(args.sizes).split(",")})
+    except ValueError:
+        p.error(f"--sizes: {args.sizes!r} is not a comma-separated list of integers")
+    if not args.sizes or args.sizes[0] < 1:
+        p.error("--sizes: batch sizes must be positive")
+    if args.repeats < 1 or not args.min_time > 0:
+        p.error("--repeats must be >= 1 and --min-time > 0")
+    args.skip = [s.strip() for s in args.skip.split(",") if s.strip()]
+    for s in args.skip:
+        if s not in PYTHON_SYSTEMS:
+            p.error(f"--skip: unknown system {s!r}; choose from {', '.join(PYTHON_SYSTEMS)}")
+
+    machine = machine_description()
+    versions = package_versions()
+    if not args.no_build:
+        build_targets(args, machine)
+    runner = Runner(args)
+    runner.machine = machine
+    print(f"== {machine_line(machine)}; load average {machine['load_avg_at_start']}", flush=True)
+    started = time.perf_counter()
+    runner.run()
+    elapsed = time.perf_counter() - started
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python3 benchmarks/compare.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                         if a != "--write-docs")
+    command = command.strip()
+    results = {"machine": machine, "packages": versions, "command": command, "elapsed_s": elapsed,
+               "settings": {"sizes": args.sizes, "repeats": args.repeats, "min_time_s": args.min_time,
+                            "budget_s": args.budget, "warmup_rule": "max(8, min(128, 2^20 // N)) steps",
+                            "async_max_envs": args.async_max_envs},
+               "notes": runner.notes, "cells": runner.cells, "training": runner.training}
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    plot_notes = []
+    for env in args.envs:
+        note = plot(env, runner.cells, machine, out / f"{slug(env)}.png")
+        if note:
+            plot_notes.append(note)
+            break
+    runner.notes += plot_notes
+    md = report_markdown(runner, machine, versions, command, ".")
+    (out / "results.md").write_text(md + "\n")
+    print(f"\n{md}\n\n== wrote {out}/results.json, results.md and plots in {elapsed:.0f} s", flush=True)
+
+    if args.write_docs:
+        docs_img = ROOT / "docs/compare"
+        docs_img.mkdir(parents=True, exist_ok=True)
+        for env in args.envs:
+            if (out / f"{slug(env)}.png").exists():
+                shutil.copyfile(out / f"{slug(env)}.png", docs_img / f"{slug(env)}.png")
+        shutil.copyfile(out / "results.json", docs_img / "results.json")
+        bench = ROOT / "docs/benchmarks.md"
+        bench.write_text(replace_between(bench.read_text(), "<!-- compare.py:begin -->", "<!-- compare.py:end -->",
+                                         report_markdown(runner, machine, versions, command, "compare")))
+        readme = ROOT / "README.md"
+        first = slug(args.envs[0])
+        summary = "\n".join([
+            f"Measured {machine['date'].split(' ')[0]} on {machine_line(machine)}: the best env-steps/s of each system "
+            f"over N = {', '.join(human_n(n) for n in args.sizes)} (median of {args.repeats} repeats; random actions).", "",
+            markdown_summary(runner.cells), "",
+            f"![{args.envs[0]}: env-steps/s against N](docs/compare/{first}.png)", ""]
+            + (["Training time on the same machine:", "", markdown_training(runner.training), ""] if runner.training else [])
+            + [f"Reproduce with `{command}` (add `--write-docs` to update this section); every table, the plots of all "
+               "four envs and the method are in [docs/benchmarks.md](docs/benchmarks.md#comparison-with-cpu-baselines)."])
+        readme.write_text(replace_between(readme.read_text(), "<!-- compare.py:summary:begin -->",
+                                          "<!-- compare.py:summary:end -->", summary))
+        print("== updated docs/benchmarks.md, docs/compare/ and README.md", flush=True)
+    if args.smoke:
+        # the pipeline check CTest runs: every row of ours must have been measured
+        bad = [c for c in runner.cells if c["system"] in ("rlk_serial", "rlk_openmp", "gym_style_cpp") and c["status"] != "ok"]
+        if bad:
+            print(f"compare.py --smoke: {len(bad)} of our rows were not measured, e.g. {bad[0]}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Unit tests of benchmarks/compare.py's statistics, prediction and report functions (no timing).
+Run: python3 -m unittest -v benchmarks/test_compare.py (CTest: compare_py_unit)."""
+
+import re
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402
+
+
+def ok_cell(system, env, n, rates, label=None):
+    return {"system": system, "label": label or compare.SYSTEMS[system], "env": env, "n": n, "status": "ok",
+            "rates": rates, "summary": compare.summarize(rates)}
+
+
+def skipped_cell(system, env, n, note):
+    return {"system": system, "label": compare.SYSTEMS[system], "env": env, "n": n, "status": "skipped", "note": note}
+
+
+class Statistics(unittest.TestCase):
+    def test_summarize_median_and_spread(self):
+        s = compare.summarize([10.0, 30.0, 20.0, 40.0, 50.0])
+        self.assertEqual(s["median"], 30.0)
+        self.assertEqual((s["min"], s["max"]), (10.0, 50.0))
+        self.assertAlmostEqual(s["spread_pct"], 100 * 40 / 60)
+        self.assertEqual(compare.summarize([4.0, 2.0])["median"], 3.0)  # even count: mean of the middle two
+        with self.assertRaises(ValueError):
+            compare.summarize([])
+
+    def test_warmup_rule_matches_the_cpp_rule(self):
+        # bench_common.hpp: max(8, min(128, 2^20 / N))
+        self.assertEqual([compare.compare_warmup_steps(n) for n in (1, 16, 4096, 8192, 65536, 1 << 20, 1 << 22)],
+                         [128, 128, 128, 128, 16, 8, 8])
+        source = (Path(__file__).resolve().parent / "bench_common.hpp").read_text()
+        self.assertIn("std::max<std::int64_t>(8, std::min<std::int64_t>(128, budget /", source)
+        self.assertIn("const std::int64_t budget = std::int64_t(1) << 20;", source)
+
+    def test_predicted_seconds(self):
+        # 1 us per env-step, N = 1000: steps of 1 ms; 10 warm-up steps, 5 repeats of at least 0.5 s
+        self.assertAlmostEqual(compare.predicted_seconds(1e-6, 1000, 10, 5, 0.5), 0.01 + 2.5)
+        # steps longer than min_time: each repeat is one whole step
+        self.assertAlmostEqual(compare.predicted_seconds(1e-6, 2_000_000, 8, 5, 0.5), 8 * 2 + 5 * 2)
+
+
+class Formatting(unittest.TestCase):
+    def test_human_rate(self):
+        self.assertEqual(compare.human_rate(27_400_000), "27.4M")
+        self.assertEqual(compare.human_rate(151_234), "151k")
+        self.assertEqual(compare.human_rate(5_230), "5.23k")
+        self.assertEqual(compare.human_rate(1.5e9), "1.5G")
+        self.assertEqual(compare.human_rate(999), "999")
+        self.assertEqual(compare.human_rate(float("nan")), "?")
+
+    def test_human_n(self):
+        self.assertEqual(compare.human_n(1 << 20), "2^20")
+        self.assertEqual(compare.human_n(4096), "4096")
+
+    def test_env_table_has_every_measured_system_and_footnotes_for_skips(self):
+        cells = [ok_cell("rlk_serial", "CartPole-v1", 1, [1e6, 1.1e6, 0.9e6]),
+                 ok_cell("rlk_serial", "CartPole-v1", 16, [2e7, 2e7, 2e7]),
+                 skipped_cell("envpool", "CartPole-v1", 1, "not installed: Python module 'envpool'"),
+                 skipped_cell("envpool", "CartPole-v1", 16, "not installed: Python module 'envpool'"),
+                 skipped_cell("gymnasium_async", "CartPole-v1", 16, "too many processes"),
+                 ok_cell("gymnasium", "CartPole-v1", 1, [1e5]),
+                 ok_cell("rlk_serial", "Pendulum-v1", 1, [5.0])]  # another env: not in this table
+        table = compare.markdown_env_table("CartPole-v1", cells, [1, 16])
+        lines = table.splitlines()
+        self.assertEqual(lines[0], "| CartPole-v1 | N=1 | N=16 |")
+        self.assertIn("| rlkernels serial | 1M ±10% | 20M |", table)
+        self.assertIn("| EnvPool | – [1] | – [1] |", table)
+        self.assertIn("| Gymnasium AsyncVectorEnv |  | – [2] |", table)
+        self.assertIn("| Gymnasium, one env | 100k |  |", table)
+        self.assertIn("[1] not installed: Python module 'envpool'", table)
+        self.assertIn("[2] too many processes", table)
+        self.assertNotIn("Pendulum", table)
+        # table rows follow SYSTEMS' order: ours first, the single Gymnasium env last
+        order = [l.split("|")[1].strip() for l in lines[2:] if l.startswith("| ")]
+        self.assertEqual(order, ["rlkernels serial", "EnvPool", "Gymnasium AsyncVectorEnv", "Gymnasium, one env"])
+
+    def test_summary_ratios_use_the_best_cells(self):
+        cells = [ok_cell("rlk_serial", "CartPole-v1", 16, [2e7]),
+                 ok_cell("rlk_openmp", "CartPole-v1", 4096, [8e7], "rlkernels OpenMP (2 threads)"),
+                 ok_cell("envpool", "CartPole-v1", 4096, [1e6], "EnvPool (2 threads)"),
+                 ok_cell("gymnasium_sync", "CartPole-v1", 16, [1e5]),
+                 ok_cell("gymnasium", "CartPole-v1", 1, [2e5]),
+                 skipped_cell("minatar", "CartPole-v1", 1, "n/a")]
+        summary = compare.markdown_summary(cells)
+        row = [l for l in summary.splitlines() if l.startswith("| CartPole-v1")][0]
+        cols = [c.strip() for c in row.strip("|").split("|")]
+        self.assertEqual(cols[1], "80M (OpenMP (2 threads), N=4096)")
+        self.assertEqual(cols[2], "1M (N=4096)")
+        self.assertEqual(cols[3], "100k (SyncVectorEnv, N=16)")
+        self.assertEqual(cols[4], "200k (N=1)")
+        self.assertEqual(cols[5], "–")
+        self.assertEqual(cols[6], "–")  # no C++ gym-style cell
+        self.assertEqual(cols[7], "400x")  # 8e7 / 2e5
+        self.assertEqual(cols[8], "80x")  # 8e7 / best baseline (EnvPool 1e6)
+
+    def test_training_table(self):
+        rows = [{"task": "t", "system": "ours", "status": "ok", "seconds": [0.5, 0.4, 0.7], "note": "5/5"},
+                {"task": "t", "system": "SB3", "status": "skipped", "note": "not installed"}]
+        table = compare.markdown_training(rows)
+        self.assertIn("| t | ours | 0.50 s | 0.40 – 0.70 s | 3 | 5/5 |", table)
+        self.assertIn("| t | SB3 | – | – | 0 | skipped: not installed |", table)
+
+    def test_replace_between_keeps_the_markers_and_the_rest(self):
+        text = "a\n<!-- b -->\nold\n<!-- e -->\nz\n"
+        self.assertEqual(compare.replace_between(text, "<!-- b -->", "<!-- e -->", "new"),
+                         "a\n<!-- b -->\nnew\n<!-- e -->\nz\n")
+        with self.assertRaises(ValueError):
+            compare.replace_between("no markers", "<!-- b -->", "<!-- e -->", "x")
+
+    def test_docs_have_the_markers(self):
+        root = Path(__file__).resolve().parent.parent
+        for path, begin, end in [("docs/benchmarks.md", "<!-- compare.py:begin -->", "<!-- compare.py:end -->"),
+                                 ("README.md", "<!-- compare.py:summary:begin -->", "<!-- compare.py:summary:end -->")]:
+            text = (root / path).read_text()
+            self.assertLess(text.find(begin), text.find(end), path)
+            self.assertGreaterEqual(text.find(begin), 0, path)
+
+
+class Actions(unittest.TestCase):
+    def test_random_policy_is_uniform_over_the_action_space(self):
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("numpy not installed")
+        a = compare.make_actions(compare.ENVS["Acrobot-v1"], 4096)
+        self.assertEqual(len(a), compare.ACTION_BATCHES)
+        self.assertEqual(sorted(np.unique(np.concatenate(a)).tolist()), [0, 1, 2])
+        p = compare.make_actions(compare.ENVS["Pendulum-v1"], 1000)
+        self.assertEqual(p[0].shape, (1000, 1))
+        self.assertTrue(((p[0] >= -2) & (p[0] <= 2)).all())
+        self.assertEqual(p[0].dtype, np.float32)
+        # a pure function of N: every system sees the same actions
+        self.assertTrue(all((x == y).all() for x, y in zip(p, compare.make_actions(compare.ENVS["Pendulum-v1"], 1000))))
+
+
+if __name__ == "__main__":
+    unittest.main()
