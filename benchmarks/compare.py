@@ -464,7 +464,6 @@ class Runner:
         self.cells: list[dict] = []
         self.training: list[dict] = []
         self.notes: list[str] = []
-        self.log_lines: list[str] = []
 
     def log(self, msg: str):
         print(msg, flush=True)
@@ -765,7 +764,7 @@ def plot(env: str, cells: list[dict], machine: dict, path: Path) -> str | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib is not installed: no plots (pip install matplotlib or apt-get install python3-matplotlib)"
-    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    fig, ax = plt.subplots(figsize=(10.0, 5.0))
     styles = {"rlk_": dict(lw=2.2), "gym_style_cpp": dict(ls="--"), "": dict(ls=":")}
     for system in SYSTEMS:
         pts = sorted((c["n"], c["summary"]) for c in cells
@@ -787,7 +786,7 @@ def plot(env: str, cells: list[dict], machine: dict, path: Path) -> str | None:
     ax.set_ylabel("env-steps per second (median, min-max bars)")
     ax.set_title(f"{env}: random policy, env-steps/s")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.text(0.01, 0.005, f"{machine_line(machine)}; {machine['date']}; rlkernels {machine['commit']}", fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
