@@ -79,13 +79,14 @@ SYSTEMS = {
     "rlk_serial": "rlkernels serial",
     "gym_style_cpp": "C++ gym-style loop (ours, 1 thread)",
     "envpool": "EnvPool",
+    "envpool_minus_one": "EnvPool, one thread fewer",
     "gymnasium_numpy": "Gymnasium CartPoleVectorEnv (NumPy)",
     "gymnasium_sync": "Gymnasium SyncVectorEnv",
     "gymnasium_async": "Gymnasium AsyncVectorEnv",
     "gymnasium": "Gymnasium, one env",
     "minatar": "MinAtar package (Python loop)",
 }
-PYTHON_SYSTEMS = ["envpool", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
+PYTHON_SYSTEMS = ["envpool", "envpool_minus_one", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
 ALL_SIZES = [1, 16, 256, 4096, 65536, 1 << 20]
 ACTION_BATCHES = 4
 
@@ -167,7 +168,7 @@ def markdown_summary(cells: list[dict]) -> str:
     speed-ups of our best over Gymnasium's single env and over the best package measured (EnvPool,
     Gymnasium, MinAtar; our own C++ gym-style loop has its column but is not a package)."""
     families = [("rlkernels", ["rlk_cuda", "rlk_openmp", "rlk_serial"]),
-                ("EnvPool", ["envpool"]),
+                ("EnvPool", ["envpool", "envpool_minus_one"]),
                 ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
                 ("Gymnasium, one env", ["gymnasium"]),
                 ("MinAtar package", ["minatar"]),
@@ -184,7 +185,8 @@ def markdown_summary(cells: list[dict]) -> str:
             if b is None:
                 row.append("–")
             else:
-                short = re.sub(r"^(rlkernels|Gymnasium) ", "", b["label"])
+                short = re.sub(r"^(rlkernels|Gymnasium|EnvPool) ", "", b["label"])
+                short = short[1:-1] if short.startswith("(") and short.endswith(")") else short
                 where = f"{short}, N={human_n(b['n'])}" if len(systems) > 1 else f"N={human_n(b['n'])}"
                 row.append(f"{human_rate(b['summary']['median'])} ({where})")
         ours = best_cell(cells, env, ["rlk_cuda", "rlk_openmp", "rlk_serial"])
@@ -313,15 +315,17 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
     label = SYSTEMS[system]
     extra = {}
     now = time.perf_counter
-    if system == "envpool":
+    if system in ("envpool", "envpool_minus_one"):
         import envpool
         t0 = now()
-        threads = len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
+        # the pool sized to the machine, or one core left to the Python thread that drives it
+        threads = cores if system == "envpool" else max(1, cores - 1)
         # batch_size = num_envs: synchronous stepping of all N, like every other system here.
         envs = envpool.make(spec["envpool_id"], env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads,
                             seed=seed)
         envs.reset()
-        label = f"EnvPool ({threads} threads)"
+        label = f"EnvPool ({threads} thread{'s' if threads > 1 else ''})"
         extra["autoreset"] = "EnvPool's: the step after an episode ends returns the reset observation"
 
         def step(a):
@@ -542,8 +546,10 @@ class Runner:
 
     def python_baseline(self, system: str, env: str, missing: dict):
         spec = ENVS[env]
-        if system == "envpool" and not spec["envpool_id"]:
+        if system.startswith("envpool") and not spec["envpool_id"]:
             return self.skip(system, env, None, "EnvPool has no MinAtar games")
+        if system == "envpool_minus_one" and len(os.sched_getaffinity(0)) < 2:
+            return  # one core: the same configuration as "envpool"
         if system == "minatar" and not spec["minatar"]:
             return
         if system == "gymnasium_numpy" and env != "CartPole-v1":

@@ -90,7 +90,7 @@ class Formatting(unittest.TestCase):
         row = [l for l in summary.splitlines() if l.startswith("| CartPole-v1")][0]
         cols = [c.strip() for c in row.strip("|").split("|")]
         self.assertEqual(cols[1], "80M (OpenMP (2 threads), N=4096)")
-        self.assertEqual(cols[2], "1M (N=4096)")
+        self.assertEqual(cols[2], "1M (2 threads, N=4096)")
         self.assertEqual(cols[3], "100k (SyncVectorEnv, N=16)")
         self.assertEqual(cols[4], "200k (N=1)")
         self.assertEqual(cols[5], "–")
