@@ -192,7 +192,11 @@ def markdown_summary(cells: list[dict]) -> str:
         ours = best_cell(cells, env, ["rlk_cuda", "rlk_openmp", "rlk_serial"])
         one = best_cell(cells, env, ["gymnasium"])
         base = best_cell(cells, env, baselines)
-        ratio = lambda a, b: f"{a['summary']['median'] / b['summary']['median']:,.0f}x" if a and b else "–"
+        def ratio(a, b):
+            if not (a and b):
+                return "–"
+            r = a["summary"]["median"] / b["summary"]["median"]
+            return f"{r:.1f}x" if r < 10 else f"{r:,.0f}x"
         row += [ratio(ours, one), ratio(ours, base)]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -629,7 +633,7 @@ class Runner:
                 reached = sum(int(b.get("reached", 0)) for b in runs)
                 note = f"{reached}/{len(runs)} reached 475"
             else:
-                note = "eval return " + ", ".join(f"{b.get('eval_return', float('nan')):.0f}" for b in runs)
+                note = "eval return (100 episodes) " + ", ".join(f"{b.get('eval_return', float('nan')):.0f}" for b in runs)
             self.training.append({"task": task, "system": system, "status": "ok", "seconds": secs, "note": note,
                                   "raw": runs})
             self.log(f"    {system}: median {statistics.median(secs):.2f} s")
@@ -680,7 +684,7 @@ class Runner:
                 desc = (f"rl-zoo hyperparameters, {reached}/{len(infos)} reached 475 within {max_steps} steps"
                         " (a run that did not counts its whole time)")
             else:
-                desc = "64-64, batch 100, lr 1e-3; eval return " + ", ".join(f"{r['eval_return']:.0f}" for r in infos)
+                desc = "64-64, batch 100, lr 1e-3; eval return (20 episodes) " + ", ".join(f"{r['eval_return']:.0f}" for r in infos)
             self.training.append({"task": name, "system": f"Stable-Baselines3 (PyTorch CPU, {threads} threads)",
                                   "status": "ok", "seconds": secs, "note": desc, "raw": infos})
             self.log(f"    SB3: median {statistics.median(secs):.2f} s")
@@ -848,6 +852,8 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", default=str(ROOT / "build/compare"), help="results.json, results.md and plots")
     p.add_argument("--write-docs", action="store_true",
                    help="also write the tables and plots into docs/benchmarks.md, docs/compare/ and README.md")
+    p.add_argument("--report-only", metavar="RESULTS_JSON",
+                   help="re-render the tables, plots (and with --write-docs the docs) of an earlier run's results.json")
     p.add_argument("--python", default=sys.executable, help="interpreter for the Python baselines")
     p.add_argument("--skip-training", action="store_true", help="leave out the training-time rows")
     p.add_argument("--sb3-seeds", type=int, default=5, help="seeds of each Stable-Baselines3 row (default 5; 0 = none)")
@@ -893,22 +899,35 @@ def main(argv=None) -> int:
         if s not in PYTHON_SYSTEMS:
             p.error(f"--skip: unknown system {s!r}; choose from {', '.join(PYTHON_SYSTEMS)}")
 
-    machine = machine_description()
-    versions = package_versions()
-    if not args.no_build:
-        build_targets(args, machine)
-    runner = Runner(args)
-    runner.machine = machine
-    print(f"== {machine_line(machine)}; load average {machine['load_avg_at_start']}", flush=True)
-    started = time.perf_counter()
-    runner.run()
-    elapsed = time.perf_counter() - started
+    if args.report_only:
+        # re-render the tables, plots and docs of an earlier run; nothing is measured
+        saved = json.loads(Path(args.report_only).read_text())
+        machine, versions, command, elapsed = saved["machine"], saved["packages"], saved["command"], saved["elapsed_s"]
+        settings = saved["settings"]
+        args.sizes, args.repeats, args.min_time = settings["sizes"], settings["repeats"], settings["min_time_s"]
+        args.budget, args.async_max_envs = settings["budget_s"], settings["async_max_envs"]
+        args.envs = [e for e in ENVS if any(c["env"] == e for c in saved["cells"])]
+        runner = Runner(args)
+        runner.machine = machine
+        runner.cells, runner.training = saved["cells"], saved["training"]
+        runner.notes = [n for n in saved["notes"] if not n.startswith("matplotlib")]
+    else:
+        machine = machine_description()
+        versions = package_versions()
+        if not args.no_build:
+            build_targets(args, machine)
+        runner = Runner(args)
+        runner.machine = machine
+        print(f"== {machine_line(machine)}; load average {machine['load_avg_at_start']}", flush=True)
+        started = time.perf_counter()
+        runner.run()
+        elapsed = time.perf_counter() - started
+        command = "python3 benchmarks/compare.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                             if a != "--write-docs")
+        command = command.strip()
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python3 benchmarks/compare.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
-                                                         if a != "--write-docs")
-    command = command.strip()
     results = {"machine": machine, "packages": versions, "command": command, "elapsed_s": elapsed,
                "settings": {"sizes": args.sizes, "repeats": args.repeats, "min_time_s": args.min_time,
                             "budget_s": args.budget, "warmup_rule": "max(8, min(128, 2^20 // N)) steps",
@@ -924,7 +943,7 @@ def main(argv=None) -> int:
     runner.notes += plot_notes
     md = report_markdown(runner, machine, versions, command, ".")
     (out / "results.md").write_text(md + "\n")
-    print(f"\n{md}\n\n== wrote {out}/results.json, results.md and plots in {elapsed:.0f} s", flush=True)
+    print(f"\n{md}\n\n== wrote {out}/results.json, results.md and plots (measuring took {elapsed:.0f} s)", flush=True)
 
     if args.write_docs:
         docs_img = ROOT / "docs/compare"
