@@ -561,7 +561,7 @@ class Runner:
         if system in missing:
             return self.skip(system, env, None, missing[system])
         per_env_step = build_per_env = None
-        for n in self.args.sizes:
+        for n in getattr(self.args, "python_sizes", None) or self.args.sizes:
             if system == "gymnasium" and n != 1:
                 continue
             warmup = compare_warmup_steps(n)
@@ -734,8 +734,8 @@ class Runner:
                 self.notes.append("rlkernels CUDA: " + ("no NVIDIA GPU on this machine (nvidia-smi found none)" if not gpu
                                                         else "no CUDA build (--cuda-build-dir)"))
             for system in PYTHON_SYSTEMS:
-                if system in a.skip:
-                    continue
+                if system in a.skip or (a.smoke and (env == "Acrobot-v1" or system == "envpool_minus_one")):
+                    continue  # --smoke: each Python code path once, at N = 1 (CTest runs it in CI)
                 self.python_baseline(system, env, missing)
         if not a.skip_training:
             self.log("== training time")
@@ -844,7 +844,8 @@ def main(argv=None) -> int:
     p.add_argument("--skip", default="", help="comma-separated systems to leave out: " + ", ".join(PYTHON_SYSTEMS))
     p.add_argument("--quick", action="store_true", help="3 repeats of 0.2 s, N up to 65536, 2 SB3 seeds")
     p.add_argument("--smoke", action="store_true",
-                   help="seconds-long check of the whole pipeline (N=1,16, tiny timings, no training rows)")
+                   help="seconds-long check of the whole pipeline: ours at N=1,16, each Python baseline's code "
+                        "path once at N=1, tiny timings, no training rows")
     p.add_argument("--build-dir", default=str(ROOT / "build/default"), help="host build (default build/default)")
     p.add_argument("--cuda-build-dir", default=str(ROOT / "build/compare-cuda"),
                    help="CUDA build, used when a GPU is present (default build/compare-cuda)")
@@ -882,6 +883,7 @@ def main(argv=None) -> int:
     if args.smoke:
         args.repeats, args.min_time, args.budget = 2, 0.02, 10.0
         args.sizes, args.skip_training, args.async_max_envs = "1,16", True, 1
+        args.python_sizes = [1]
     args.envs = [e.strip() for e in args.envs.split(",") if e.strip()]
     for e in args.envs:
         if e not in ENVS:
