@@ -481,14 +481,12 @@ class Runner:
     def binary(self, build_dir: Path, name: str) -> Path:
         return build_dir / "benchmarks" / name
 
-    def run_gbench(self, exe: Path, sizes: list[int], filter_re: str, extra_env: dict | None = None) -> dict:
+    def run_gbench(self, exe: Path, flags: list[str], extra_env: dict | None = None) -> dict:
+        """Runs a Google Benchmark binary with flags; returns its JSON output."""
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out.json"
-            cmd = [str(exe), f"--rlk_batch_sizes={','.join(map(str, sizes))}", f"--rlk_min_time={self.args.min_time}",
-                   "--rlk_compare_warmup", f"--benchmark_repetitions={self.args.repeats}",
-                   f"--benchmark_filter={filter_re}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
-            env = dict(os.environ, **(extra_env or {}))
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            cmd = [str(exe), *flags, f"--benchmark_out={out}", "--benchmark_out_format=json"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(extra_env or {})))
             if proc.returncode != 0 or not out.exists():
                 raise RuntimeError(f"{exe.name} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
             return json.loads(out.read_text())
@@ -506,7 +504,9 @@ class Runner:
         alternatives = "|".join(systems_rows.values())
         filter_re = f"^({alternatives})/{env_part}[a-z]+/[0-9]+/"
         self.log(f"  {exe.name}: {', '.join(systems_rows)} ...")
-        data = self.run_gbench(exe, self.args.sizes, filter_re)
+        data = self.run_gbench(exe, [f"--rlk_batch_sizes={','.join(map(str, self.args.sizes))}",
+                                     f"--rlk_min_time={self.args.min_time}", "--rlk_compare_warmup",
+                                     f"--benchmark_repetitions={self.args.repeats}", f"--benchmark_filter={filter_re}"])
         threads = data["context"].get("omp_max_threads")
         gpu = data["context"].get("cuda_device")
         for system, prefix in systems_rows.items():
@@ -625,7 +625,7 @@ class Runner:
                 self.training.append({"task": task, "system": system, "status": "skipped", "note": f"{exe} not built"})
                 continue
             self.log(f"  {exe.name} {row} ...")
-            data = self.run_training_gbench(exe, f"^{row}/", {"OPENBLAS_NUM_THREADS": "1"})
+            data = self.run_gbench(exe, [f"--benchmark_filter=^{row}/"], {"OPENBLAS_NUM_THREADS": "1"})
             runs = [b for b in data["benchmarks"] if b.get("run_type") == "iteration"]
             secs = [b["real_time"] / 1e3 for b in runs]  # ms -> s
             note = ""
@@ -647,7 +647,7 @@ class Runner:
                                   "note": rl[5:].strip()})
         else:
             self.log("  offpolicy_bench_serial rltools_sac_pendulum_10k ...")
-            data = self.run_training_gbench(off, "^rltools_sac_pendulum_10k/", {"RLK_RLTOOLS_SAC": rl})
+            data = self.run_gbench(off, ["--benchmark_filter=^rltools_sac_pendulum_10k/"], {"RLK_RLTOOLS_SAC": rl})
             runs = [b for b in data["benchmarks"] if b.get("run_type") == "iteration" and not b.get("error_occurred")]
             if not runs:
                 self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
@@ -690,15 +690,6 @@ class Runner:
             self.log(f"    SB3: median {statistics.median(secs):.2f} s")
         order = {"PPO CartPole-v1, time to 475": 0, "SAC Pendulum-v1, 10k steps": 1}
         self.training.sort(key=lambda r: order[r["task"]])
-
-    def run_training_gbench(self, exe: Path, filter_re: str, env: dict) -> dict:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "out.json"
-            cmd = [str(exe), f"--benchmark_filter={filter_re}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **env))
-            if proc.returncode != 0 or not out.exists():
-                raise RuntimeError(f"{exe.name} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-            return json.loads(out.read_text())
 
     def rltools_command(self) -> str:
         a = self.args

@@ -237,13 +237,7 @@ using rlk_test::temp_dir;
 
 namespace {
 ppo_config resume_config() {
-  ppo_config c;
-  c.num_envs = 4;
-  c.num_steps = 16;
-  c.num_minibatches = 2;
-  c.update_epochs = 2;
-  c.hidden_sizes = {8, 8};
-  c.learning_rate = 3e-3;
+  ppo_config c = small_config();
   c.total_timesteps = 4 * 16 * 4;  // 4 iterations, annealed
   c.seed = 5;
   return c;

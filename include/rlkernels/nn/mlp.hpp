@@ -485,11 +485,7 @@ class mlp {
   void backward(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws, view<T> grad_input = {},
                 bool accumulate = false) {
     constexpr const char* who = "rlkernels::mlp::backward";
-    const std::size_t batch = check_batch(x, ws, who);
-    RLK_EXPECTS(batch == ws.batch_, std::invalid_argument, who, ": x has ", batch,
-                " rows but the workspace's last forward pass had ", ws.batch_);
-    detail::check_view_size(grad_output.size(), grad_output.data(), batch * std::size_t(output_size()), who,
-                            "grad_output");
+    const std::size_t batch = check_backward_inputs(x, grad_output, ws, who);
     const bool want_input = detail::check_optional(grad_input.size(), grad_input.data(),
                                                    batch * std::size_t(input_size()), who, "grad_input");
     backward_pass(x, grad_output, ws, grad_input, want_input, accumulate, true);
@@ -507,11 +503,7 @@ class mlp {
   void input_gradient(view<const T> x, view<const T> grad_output, mlp_workspace<T, Backend>& ws,
                       view<T> grad_input) {
     constexpr const char* who = "rlkernels::mlp::input_gradient";
-    const std::size_t batch = check_batch(x, ws, who);
-    RLK_EXPECTS(batch == ws.batch_, std::invalid_argument, who, ": x has ", batch,
-                " rows but the workspace's last forward pass had ", ws.batch_);
-    detail::check_view_size(grad_output.size(), grad_output.data(), batch * std::size_t(output_size()), who,
-                            "grad_output");
+    const std::size_t batch = check_backward_inputs(x, grad_output, ws, who);
     detail::check_view_size(grad_input.size(), grad_input.data(), batch * std::size_t(input_size()), who,
                             "grad_input");
     backward_pass(x, grad_output, ws, grad_input, true, false, false);
@@ -648,6 +640,18 @@ class mlp {
                     std::equal(ws.widths_.begin(), ws.widths_.end(), layout_.sizes.begin() + 1) &&
                     ws.num_parameters_ == num_parameters(),
                 std::invalid_argument, who, ": the workspace was made for a network of another shape");
+    return batch;
+  }
+
+  /// check_batch, plus: x is the batch of the workspace's last forward pass and grad_output is
+  /// [B, output_size] (what backward and input_gradient both need).
+  std::size_t check_backward_inputs(view<const T> x, view<const T> grad_output, const mlp_workspace<T, Backend>& ws,
+                                    const char* who) const {
+    const std::size_t batch = check_batch(x, ws, who);
+    RLK_EXPECTS(batch == ws.batch_, std::invalid_argument, who, ": x has ", batch,
+                " rows but the workspace's last forward pass had ", ws.batch_);
+    detail::check_view_size(grad_output.size(), grad_output.data(), batch * std::size_t(output_size()), who,
+                            "grad_output");
     return batch;
   }
 
