@@ -176,6 +176,16 @@ inline void add_row(const std::string& name, void (*fn)(benchmark::State&), std:
   benchmark::RegisterBenchmark(name.c_str(), fn)->Arg(n)->UseRealTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time_s);
 }
 
+/// The same for a row that takes its fixtures' warm-up step count as an extra argument.
+inline void add_row(const std::string& name, void (*fn)(benchmark::State&, int), int warmup, std::int64_t n,
+                    double min_time_s) {
+  benchmark::RegisterBenchmark(name.c_str(), fn, warmup)
+      ->Arg(n)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(min_time_s);
+}
+
 /// Adds the backend (and thread count or GPU name) to the benchmark context.
 inline void add_backend_context() {
   benchmark::AddCustomContext("rlkernels_backend", rlkernels::backend_name(bench_backend{}));

@@ -415,12 +415,8 @@ int main(int argc, char** argv) {
     add("BM_vec_env_step_unchecked/" + backend, BM_vec_env<false>, n);
 #if defined(RLK_BACKEND_CUDA)
     // step + copying observations, rewards and flags to pinned host memory (env_rows.hpp)
-    benchmark::RegisterBenchmark(("BM_vec_env_step_to_host/" + backend).c_str(),
-                                 rlk_bench::env_rows::BM_vec_env_to_host<env_type>, rlk_bench::warmup_or(n, warmup_steps))
-        ->Arg(n)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(rlk_bench::min_time_or(min_time_s));
+    rlk_bench::add_row("BM_vec_env_step_to_host/" + backend, rlk_bench::env_rows::BM_vec_env_to_host<env_type>,
+                       rlk_bench::warmup_or(n, warmup_steps), n, rlk_bench::min_time_or(min_time_s));
 #endif
     add("BM_limit_loop/" + backend, BM_limit_loop, n);
     add("BM_virtual_gym_style/serial", BM_virtual_gym_style, n);

@@ -257,11 +257,7 @@ template <class Env>
 void add_env_rows(const char* id, std::int64_t n, int warmup, double min_time_s) {
   const std::string backend = rlk::backend_name(bench_backend{});
   const auto add = [&](const std::string& name, void (*fn)(benchmark::State&, int)) {
-    benchmark::RegisterBenchmark(name.c_str(), fn, warmup)
-        ->Arg(n)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond)
-        ->MinTime(min_time_s);
+    add_row(name, fn, warmup, n, min_time_s);
   };
   add(std::string("BM_vec_env_step/") + id + "/" + backend, BM_vec_env<Env, true>);
   add(std::string("BM_vec_env_step_unchecked/") + id + "/" + backend, BM_vec_env<Env, false>);
