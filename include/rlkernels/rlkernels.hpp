@@ -20,6 +20,7 @@
 #include "core/backend.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/host_sync.hpp"
 #include "core/math.hpp"
 #include "core/memory.hpp"
 #include "core/random.hpp"

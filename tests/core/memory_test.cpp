@@ -1,7 +1,9 @@
 // Owning buffers, views and for_each_index on the backend under test.
 #include <rlkernels/core/backend.hpp>
 #include <rlkernels/core/error.hpp>
+#include <rlkernels/core/host_sync.hpp>
 #include <rlkernels/core/memory.hpp>
+#include <rlkernels/core/reduce.hpp>
 
 #include "../test_backend.hpp"
 
@@ -142,4 +144,36 @@ TEST_CASE("expect_fits names what does not fit, the size and the memory availabl
     CHECK(e.requested() == std::size_t(-1) / 2);
     CHECK_THAT(std::string(e.what()), Catch::Contains("rlkernels::thing: 7 rows needs") && Catch::Contains("available"));
   }
+}
+
+namespace {
+struct one {
+  RLK_HOST_DEVICE double operator()(std::size_t) const { return 1.0; }
+};
+struct plus {
+  RLK_HOST_DEVICE double operator()(double a, double c) const { return a + c; }
+};
+}  // namespace
+
+TEST_CASE("host round trips are counted on every backend (RLK_COUNT_HOST_SYNCS)", "[memory][host_sync]") {
+  static_assert(host_sync_counting_enabled, "the tests are built with RLK_COUNT_HOST_SYNCS=1");
+  auto b = rlk_test::zeros<float>(16);
+  reset_host_sync_counts();
+  REQUIRE(host_sync_counts().total() == 0);
+  const std::vector<float> host = b.to_host();  // one read
+  (void)b.get(3);                               // one read
+  b.assign(host);                               // one write
+  synchronize(rlk_test::backend());             // one synchronisation
+  CHECK(detail::deterministic_sum(rlk_test::backend(), 100, one{}, 0.0, plus{}) == 100.0);  // one reduction
+  // Kernels and device-side copies never wait.
+  auto c = rlk_test::zeros<float>(16);
+  copy(rlk_test::backend(), b.cview(), c.view());
+  const host_sync_counts_t counts = host_sync_counts();
+  CHECK(counts.reads == 2);
+  CHECK(counts.writes == 1);
+  CHECK(counts.synchronizations == 1);
+  CHECK(counts.reductions == 1);
+  CHECK(counts.total() == 5);
+  reset_host_sync_counts();
+  CHECK(host_sync_counts().total() == 0);
 }

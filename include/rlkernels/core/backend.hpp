@@ -6,6 +6,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "host_sync.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -67,12 +68,15 @@ inline const char* backend_name(serial_backend) { return "serial"; }
 inline const char* backend_name(openmp_backend) { return "openmp"; }
 
 /// Blocks until all work queued on the backend has finished (a no-op on host backends).
-inline void synchronize(serial_backend) {}
-inline void synchronize(openmp_backend) {}
+inline void synchronize(serial_backend) { detail::count_host_sync(detail::host_sync_kind::synchronization); }
+inline void synchronize(openmp_backend) { detail::count_host_sync(detail::host_sync_kind::synchronization); }
 
 #if RLK_HAS_CUDA
 inline const char* backend_name(cuda_backend) { return "cuda"; }
-inline void synchronize(cuda_backend backend) { RLK_CUDA_CHECK(cudaStreamSynchronize(backend.stream)); }
+inline void synchronize(cuda_backend backend) {
+  detail::count_host_sync(detail::host_sync_kind::synchronization);
+  RLK_CUDA_CHECK(cudaStreamSynchronize(backend.stream));
+}
 #endif
 
 namespace detail {

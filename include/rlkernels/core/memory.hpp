@@ -100,8 +100,14 @@ struct memory_ops<serial_backend> {
   }
   static void deallocate(serial_backend, void* p) noexcept { ::operator delete(p, std::align_val_t(64)); }
   static void zero(serial_backend, void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
-  static void to_host(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
-  static void from_host(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void to_host(serial_backend, void* dst, const void* src, std::size_t bytes) {
+    count_host_sync(host_sync_kind::read);
+    std::memcpy(dst, src, bytes);
+  }
+  static void from_host(serial_backend, void* dst, const void* src, std::size_t bytes) {
+    count_host_sync(host_sync_kind::write);
+    std::memcpy(dst, src, bytes);
+  }
   static void copy(serial_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 };
 
@@ -124,8 +130,12 @@ struct memory_ops<openmp_backend> {
     constexpr std::size_t chunk_bytes = std::size_t(1) << 16;
     for_each_index(b, (bytes + chunk_bytes - 1) / chunk_bytes, zero_chunk{static_cast<unsigned char*>(p), bytes});
   }
-  static void to_host(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
-  static void from_host(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+  static void to_host(openmp_backend, void* dst, const void* src, std::size_t bytes) {
+    memory_ops<serial_backend>::to_host(serial, dst, src, bytes);
+  }
+  static void from_host(openmp_backend, void* dst, const void* src, std::size_t bytes) {
+    memory_ops<serial_backend>::from_host(serial, dst, src, bytes);
+  }
   static void copy(openmp_backend, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 };
 
@@ -149,10 +159,12 @@ struct memory_ops<cuda_backend> {
   static void deallocate(cuda_backend b, void* p) noexcept { (void)cudaFreeAsync(p, b.stream); }
   static void zero(cuda_backend b, void* p, std::size_t bytes) { RLK_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, b.stream)); }
   static void to_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    count_host_sync(host_sync_kind::read);
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, b.stream));
     RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   }
   static void from_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    count_host_sync(host_sync_kind::write);
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, b.stream));
     RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));  // the host source may go away after return
   }

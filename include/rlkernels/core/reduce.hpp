@@ -4,6 +4,7 @@
 #pragma once
 
 #include "backend.hpp"
+#include "host_sync.hpp"
 #include "config.hpp"
 
 #include <cstddef>
@@ -44,6 +45,7 @@ struct chunk_sum_kernel {
 /// be pure there).
 template <class Sum, class Backend, class Term, class Combine>
 Sum deterministic_sum(const Backend& backend, std::size_t n, const Term& term, Sum zero, Combine combine) {
+  count_host_sync(host_sync_kind::reduction);  // the result comes back to the host (a wait on CUDA)
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
     const thrust::counting_iterator<std::size_t> first(0), last(n);
