@@ -177,3 +177,11 @@ TEST_CASE("host round trips are counted on every backend (RLK_COUNT_HOST_SYNCS)"
   reset_host_sync_counts();
   CHECK(host_sync_counts().total() == 0);
 }
+
+TEST_CASE("deterministic_sum_into leaves the same sum in backend memory without a host round trip", "[memory][host_sync]") {
+  auto out = rlk_test::zeros<double>(1);
+  reset_host_sync_counts();
+  detail::deterministic_sum_into(rlk_test::backend(), 10000, one{}, 0.0, plus{}, out.data());
+  CHECK(host_sync_counts().total() == 0);
+  CHECK(out.get(0) == detail::deterministic_sum(rlk_test::backend(), 10000, one{}, 0.0, plus{}));
+}

@@ -4,8 +4,9 @@
 #pragma once
 
 #include "backend.hpp"
-#include "host_sync.hpp"
 #include "config.hpp"
+#include "host_sync.hpp"
+#include "memory.hpp"
 
 #include <cstddef>
 #include <type_traits>
@@ -14,6 +15,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform_reduce.h>
 #if RLK_HAS_CUDA
+#include <cub/device/device_reduce.cuh>
 #include <thrust/system/cuda/execution_policy.h>
 #endif
 
@@ -36,7 +38,21 @@ struct chunk_sum_kernel {
   }
 };
 
-/// @brief combine-sum of term(i) for i in [0, n), starting from `zero`.
+/// The host part of deterministic_sum: chunks of reduce_chunk indices in order, then the chunk sums
+/// in order.
+template <class Sum, class Backend, class Term, class Combine>
+Sum host_deterministic_sum(const Backend& backend, std::size_t n, const Term& term, Sum zero, Combine combine) {
+  const std::size_t chunks = (n + reduce_chunk - 1) / reduce_chunk;
+  std::vector<Sum> partials(chunks, zero);
+  for_each_chunk(backend, n, reduce_chunk, chunk_sum_kernel<Sum, Term, Combine>{&term, &combine, zero, partials.data()});
+  Sum total = zero;
+  for (const Sum& p : partials) total = combine(total, p);
+  return total;
+}
+
+/// @brief combine-sum of term(i) for i in [0, n), starting from `zero`, returned to the host (a
+/// wait on CUDA; counted as a host reduction, see host_sync.hpp). deterministic_sum_into is the
+/// form that leaves the result in the backend's memory.
 ///
 /// Host backends: chunks of reduce_chunk consecutive indices are summed in order (in parallel on
 /// OpenMP), then the chunk sums in order, so the result never depends on the thread count, and
@@ -53,13 +69,32 @@ Sum deterministic_sum(const Backend& backend, std::size_t n, const Term& term, S
   } else
 #endif
   {
-    const std::size_t chunks = (n + reduce_chunk - 1) / reduce_chunk;
-    std::vector<Sum> partials(chunks, zero);
-    for_each_chunk(backend, n, reduce_chunk,
-                   chunk_sum_kernel<Sum, Term, Combine>{&term, &combine, zero, partials.data()});
-    Sum total = zero;
-    for (const Sum& p : partials) total = combine(total, p);
-    return total;
+    return host_deterministic_sum(backend, n, term, zero, combine);
+  }
+}
+
+/// @brief deterministic_sum written to `*out`, one Sum in the backend's memory (device memory on
+/// CUDA), without the host waiting: on CUDA a CUB reduction queued on the backend's stream (its
+/// scratch is allocated and freed in stream order); on the host the same sum as deterministic_sum,
+/// bit for bit. Not counted as a host round trip.
+template <class Sum, class Backend, class Term, class Combine>
+void deterministic_sum_into(const Backend& backend, std::size_t n, const Term& term, Sum zero, Combine combine,
+                            Sum* out) {
+#if RLK_HAS_CUDA
+  if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    const thrust::counting_iterator<std::size_t> first(0);
+    std::size_t temp_bytes = 0;
+    RLK_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, first, out, n, combine, term, zero,
+                                                      backend.stream));
+    void* temp = memory_ops<cuda_backend>::allocate(backend, temp_bytes > 0 ? temp_bytes : 1);
+    const cudaError_t status =
+        cub::DeviceReduce::TransformReduce(temp, temp_bytes, first, out, n, combine, term, zero, backend.stream);
+    memory_ops<cuda_backend>::deallocate(backend, temp);
+    if (status != cudaSuccess) throw_cuda_error(status, "cub::DeviceReduce::TransformReduce", __FILE__, __LINE__);
+  } else
+#endif
+  {
+    *out = host_deterministic_sum(backend, n, term, zero, combine);
   }
 }
 
