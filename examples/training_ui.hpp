@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -542,6 +543,12 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   }
   const std::uint64_t first_step = agent.global_step();
 
+  {
+    // --out names a folder that may not exist yet: make it (and its parents), as `mkdir -p` would.
+    std::error_code ec;
+    std::filesystem::create_directories(opt.out_dir, ec);
+    if (ec) throw std::runtime_error("cannot create the output folder " + opt.out_dir + ": " + ec.message());
+  }
   const std::string stem = opt.out_dir + "/" + p.file_prefix + "_" + env_id + "_seed" + std::to_string(seed);
   const std::string csv_path = stem + ".csv", png_path = stem + ".png";
   std::string header = "iteration,global_step,elapsed_s,episodes,mean_return_100";
