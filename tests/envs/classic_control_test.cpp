@@ -1,8 +1,9 @@
 // Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0 and Acrobot-v1 against golden trajectories
 // recorded from the real Gymnasium package (tests/reference/classic_control_gymnasium.py): single
 // steps from every recorded state in double and float, and whole episodes through vec_env with the
-// time limit, final observations and auto-reset. Plus the env-specific rules the data may not
-// reach, and the registry of Gymnasium ids.
+// time limit, final observations and auto-reset; the double envs' float64 state after every step,
+// bit for bit (tests/reference/classic_control_float64.py). Plus the env-specific rules the data
+// may not reach, and the registry of Gymnasium ids.
 #include <rlkernels/envs/acrobot.hpp>
 #include <rlkernels/envs/mountain_car.hpp>
 #include <rlkernels/envs/mountain_car_continuous.hpp>
