@@ -1,10 +1,13 @@
 // CartPole-v1 against golden trajectories recorded from the real Gymnasium package
 // (tests/reference/cartpole_gymnasium.py -> cartpole_v1.csv): single steps from the recorded
-// states, and whole episodes through vec_env with its time limit and auto-reset.
+// states, and whole episodes through vec_env with its time limit and auto-reset. The float64 state
+// after every step is compared bit for bit too: with the next row of cartpole_v1.csv, and with
+// cartpole_v1_float64.csv (tests/reference/classic_control_float64.py: every termination).
 #include <rlkernels/envs/cartpole.hpp>
 #include <rlkernels/envs/vec_env.hpp>
 
 #include "../test_backend.hpp"
+#include "golden_csv.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -173,4 +176,81 @@ TEST_CASE("vec_env replays Gymnasium episodes: flags, time limit, final observat
   CHECK(stats.mean_length == Approx(double(rows.size()) / 36).epsilon(1e-12));
   CHECK(stats.mean_return == Approx(double(rows.size()) / 36).epsilon(1e-12));  // reward 1 per step
   CHECK(stats.max_return == 500.0);
+}
+
+TEST_CASE("cartpole<double>::step leaves Gymnasium's float64 state bit for bit", "[cartpole][reference][float64]") {
+  // The float32 observations hide a last-bit difference of the double state (two products of
+  // thetaacc reordered, say); the recorded float64 states do not.
+  using env = cartpole<double>;
+  const env::Params params{};
+  rng unused(0, 0);
+  const auto require_state = [](const env::State& s, const double* ref) {
+    const double got[4] = {s.x, s.x_dot, s.theta, s.theta_dot};
+    for (int k = 0; k < 4; ++k) {
+      INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref[k]);
+      REQUIRE(rlk_test::double_bits(got[k]) == rlk_test::double_bits(ref[k]));
+    }
+  };
+  SECTION("every termination (angle and position, both signs), both actions") {
+    const rlk_test::golden_table g("cartpole_v1_float64.csv");
+    int by_x = 0, by_angle = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      env::State s{g.at(i, "s0"), g.at(i, "s1"), g.at(i, "s2"), g.at(i, "s3")};
+      const step_result<double> out = env::step(params, s, std::int32_t(g.at(i, "action")), unused);
+      const double ref[4] = {g.at(i, "n0"), g.at(i, "n1"), g.at(i, "n2"), g.at(i, "n3")};
+      INFO("cartpole_v1_float64.csv row " << i << " episode " << g.at(i, "episode") << " t " << g.at(i, "t"));
+      require_state(s, ref);
+      REQUIRE(rlk_test::double_bits(out.reward) == rlk_test::double_bits(g.at(i, "reward")));
+      REQUIRE(out.terminated == (g.at(i, "terminated") != 0));
+      by_x += out.terminated && std::abs(s.x) > params.x_threshold;
+      by_angle += out.terminated && std::abs(s.theta) > params.theta_threshold_radians;
+    }
+    CHECK(by_x >= 2);
+    CHECK(by_angle >= 2);
+  }
+  SECTION("the long recorded episodes: each step ends in the state the next row starts from") {
+    const auto& rows = golden();
+    int checked = 0;
+    for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+      const golden_row& r = rows[i];
+      if (rows[i + 1].seed != r.seed || rows[i + 1].episode != r.episode) continue;
+      REQUIRE(rows[i + 1].t == r.t + 1);
+      env::State s{r.state[0], r.state[1], r.state[2], r.state[3]};
+      env::step(params, s, r.action, unused);
+      INFO("cartpole_v1.csv seed " << r.seed << " episode " << r.episode << " t " << r.t);
+      require_state(s, rows[i + 1].state);
+      ++checked;
+    }
+    CHECK(checked >= 3000);
+  }
+}
+
+TEST_CASE("vec_env<cartpole<double>> follows Gymnasium's float64 states step after step",
+          "[cartpole][vec_env][reference][float64]") {
+  using env_t = cartpole<double>;
+  const rlk_test::golden_table g("cartpole_v1_float64.csv");
+  vec_env<env_t, rlk_test::backend_t> env(rlk_test::backend(), 1, 99);
+  buffer<std::int32_t, rlk_test::backend_t> action(rlk_test::backend(), 1);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    // On the host the env runs free from each trajectory's start; on CUDA (whose sin/cos may differ
+    // in the last bit) it restarts from every recorded state.
+    if (g.at(i, "t") == 0 || rlk_test::on_cuda) {
+      env.set_states({env_t::State{g.at(i, "s0"), g.at(i, "s1"), g.at(i, "s2"), g.at(i, "s3")}});
+    }
+    action.assign(std::vector<std::int32_t>{std::int32_t(g.at(i, "action"))});
+    env.step(action.cview());
+    INFO("cartpole_v1_float64.csv row " << i << " episode " << g.at(i, "episode") << " t " << g.at(i, "t"));
+    REQUIRE(bool(env.terminated().get(0)) == (g.at(i, "terminated") != 0));
+    // The final observation is the state the step ended in, also on the terminal step.
+    const std::vector<double> got = env.final_observations().to_host();
+    for (int k = 0; k < 4; ++k) {
+      const double ref = g.at(i, "n" + std::to_string(k));
+      INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref);
+      if (rlk_test::on_cuda) {
+        REQUIRE(std::abs(got[k] - ref) <= 1e-6 * std::max(1.0, std::abs(ref)));
+      } else {
+        REQUIRE(rlk_test::double_bits(got[k]) == rlk_test::double_bits(ref));
+      }
+    }
+  }
 }

@@ -1,8 +1,9 @@
 // Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0 and Acrobot-v1 against golden trajectories
 // recorded from the real Gymnasium package (tests/reference/classic_control_gymnasium.py): single
 // steps from every recorded state in double and float, and whole episodes through vec_env with the
-// time limit, final observations and auto-reset. Plus the env-specific rules the data may not
-// reach, and the registry of Gymnasium ids.
+// time limit, final observations and auto-reset; the double envs' float64 state after every step,
+// bit for bit (tests/reference/classic_control_float64.py). Plus the env-specific rules the data
+// may not reach, and the registry of Gymnasium ids.
 #include <rlkernels/envs/acrobot.hpp>
 #include <rlkernels/envs/mountain_car.hpp>
 #include <rlkernels/envs/mountain_car_continuous.hpp>
@@ -32,12 +33,17 @@ namespace {
 //
 // Comparisons are relative to max(|reference|, scale), with `scale` the natural size of each
 // component (its bound or typical range): components that pass through zero make a purely relative
-// error meaningless there.
+// error meaningless there. `file` holds the float32 observations of long episodes
+// (classic_control_gymnasium.py); `float64_file` the float64 state before and after each step of
+// short trajectories that reach every branch (classic_control_float64.py). `double_exact` says
+// where Gymnasium computes the step in float64, so that the double env must match it bit for bit.
 
 struct pendulum_spec {
   template <class S> using env = pendulum<S>;
   static constexpr const char* file = "pendulum_v1.csv";
+  static constexpr const char* float64_file = "pendulum_v1_float64.csv";
   static constexpr double obs_scale[3] = {1, 1, 8};
+  static constexpr double state_scale[2] = {1, 8};
   static constexpr double reward_scale = 1;
   static constexpr int episodes = 16;
   /// With a float64 action Gymnasium computes in float64 throughout, so double must match exactly.
@@ -52,7 +58,9 @@ struct pendulum_spec {
 struct mountain_car_spec {
   template <class S> using env = mountain_car<S>;
   static constexpr const char* file = "mountain_car_v0.csv";
+  static constexpr const char* float64_file = "mountain_car_v0_float64.csv";
   static constexpr double obs_scale[2] = {1, 0.07};
+  static constexpr double state_scale[2] = {1, 0.07};
   static constexpr double reward_scale = 1;
   static constexpr int episodes = 16;
   static bool double_exact(const golden_table&, std::size_t) { return true; }  // float64 throughout
@@ -62,7 +70,9 @@ struct mountain_car_spec {
 struct mountain_car_continuous_spec {
   template <class S> using env = mountain_car_continuous<S>;
   static constexpr const char* file = "mountain_car_continuous_v0.csv";
+  static constexpr const char* float64_file = "mountain_car_continuous_v0_float64.csv";
   static constexpr double obs_scale[2] = {1, 0.07};
+  static constexpr double state_scale[2] = {1, 0.07};
   static constexpr double reward_scale = 1;
   static constexpr int episodes = 16;
   /// Gymnasium stores this env's state as float32 after each step and, under NumPy 2's promotion,
@@ -75,7 +85,9 @@ struct mountain_car_continuous_spec {
 struct acrobot_spec {
   template <class S> using env = acrobot<S>;
   static constexpr const char* file = "acrobot_v1.csv";
+  static constexpr const char* float64_file = "acrobot_v1_float64.csv";
   static constexpr double obs_scale[6] = {1, 1, 1, 1, 4 * M_PI, 9 * M_PI};
+  static constexpr double state_scale[4] = {1, 1, 4 * M_PI, 9 * M_PI};
   static constexpr double reward_scale = 1;
   static constexpr int episodes = 16;
   static bool double_exact(const golden_table&, std::size_t) { return true; }  // float64 throughout
@@ -89,17 +101,29 @@ struct acrobot_spec {
 template <class Spec, class S>
 using env_of = typename Spec::template env<S>;
 
-/// The recorded state of row i (the env's State is its scalars in the order Gymnasium keeps them).
+/// Number of scalars in Env::State (the env's State is its scalars in the order Gymnasium keeps them).
 template <class Env>
-typename Env::State state_of(const golden_table& g, std::size_t i) {
+constexpr int state_size = int(sizeof(typename Env::State) / sizeof(typename Env::scalar_type));
+
+/// The recorded state of row i: before the step (columns s0..), or after it (prefix "n": n0..).
+template <class Env>
+typename Env::State state_of(const golden_table& g, std::size_t i, const char* prefix = "s") {
   using S = typename Env::scalar_type;
-  constexpr int n = int(sizeof(typename Env::State) / sizeof(S));
+  constexpr int n = state_size<Env>;
   static_assert(sizeof(typename Env::State) == n * sizeof(S), "State must be plain scalars");
   S values[n];
-  for (int k = 0; k < n; ++k) values[k] = S(g.at(i, "s" + std::to_string(k)));
+  for (int k = 0; k < n; ++k) values[k] = S(g.at(i, prefix + std::to_string(k)));
   typename Env::State s;
   std::memcpy(&s, values, sizeof(s));
   return s;
+}
+
+/// The components of a state as doubles.
+template <class Env>
+std::vector<double> components(const typename Env::State& s) {
+  typename Env::scalar_type values[state_size<Env>];
+  std::memcpy(values, &s, sizeof(s));
+  return std::vector<double>(std::begin(values), std::end(values));
 }
 
 template <class Env>
@@ -257,6 +281,114 @@ TEMPLATE_TEST_CASE("vec_env replays Gymnasium episodes: flags, time limit, final
   CHECK(stats.count == std::uint64_t(TestType::episodes));
   CHECK(stats.mean_length == Approx(double(g.size()) / TestType::episodes).epsilon(1e-12));
   CHECK(stats.mean_return == Approx(return_sum / TestType::episodes).epsilon(1e-12));
+}
+
+// ---- the float64 state after every step -----------------------------------------------------------
+
+TEMPLATE_TEST_CASE("double step leaves Gymnasium's float64 state bit for bit (where it computes in float64)",
+                   "[classic_control][reference][float64]", pendulum_spec, mountain_car_spec,
+                   mountain_car_continuous_spec, acrobot_spec) {
+  // The float32 observations hide a last-bit difference of the double state (a reordered product,
+  // x*x for libm's pow(x, 2)); the recorded float64 states do not.
+  using Env = env_of<TestType, double>;
+  constexpr int n = state_size<Env>;
+  SECTION("every branch: both directions, clipping, walls, bounds, wrapping, terminations") {
+    const golden_table g(TestType::float64_file);
+    int exact_rows = 0, terminated = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      typename Env::State s = state_of<Env>(g, i);
+      const step_result<double> out = step_row<Env>(s, g, i);
+      const std::vector<double> got = components<Env>(s), ref = components<Env>(state_of<Env>(g, i, "n"));
+      INFO(TestType::float64_file << " row " << i << " episode " << g.at(i, "episode") << " t " << g.at(i, "t"));
+      if (TestType::double_exact(g, i)) {
+        ++exact_rows;
+        for (int k = 0; k < n; ++k) {
+          INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref[k]);
+          REQUIRE(rlk_test::double_bits(got[k]) == rlk_test::double_bits(ref[k]));
+        }
+      } else {
+        // MountainCarContinuous: Gymnasium keeps the state in float32 (see its spec above).
+        for (int k = 0; k < n; ++k) {
+          INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref[k]);
+          REQUIRE(relative_error(got[k], ref[k], TestType::state_scale[k]) <= 1e-6);
+        }
+      }
+      REQUIRE(rlk_test::double_bits(out.reward) == rlk_test::double_bits(g.at(i, "reward")));
+      REQUIRE(out.terminated == (g.at(i, "terminated") != 0));
+      terminated += out.terminated;
+    }
+    CHECK(g.size() >= 150);
+    if (!std::is_same_v<TestType, pendulum_spec>) CHECK(terminated >= 2);
+    if (std::is_same_v<TestType, mountain_car_continuous_spec>) {
+      CHECK(exact_rows == 0);
+    } else {
+      CHECK(exact_rows == int(g.size()));  // Pendulum's trajectories here use float64 actions only
+    }
+  }
+  SECTION("the long recorded episodes: each step ends in the state the next row starts from") {
+    const golden_table g(TestType::file);
+    int checked = 0;
+    for (std::size_t i = 0; i + 1 < g.size(); ++i) {
+      const bool same_episode = g.at(i + 1, "seed") == g.at(i, "seed") && g.at(i + 1, "episode") == g.at(i, "episode");
+      if (!same_episode || !TestType::double_exact(g, i)) continue;
+      REQUIRE(g.at(i + 1, "t") == g.at(i, "t") + 1);
+      typename Env::State s = state_of<Env>(g, i);
+      step_row<Env>(s, g, i);
+      const std::vector<double> got = components<Env>(s), ref = components<Env>(state_of<Env>(g, i + 1));
+      INFO(TestType::file << " row " << i << " seed " << g.at(i, "seed") << " episode " << g.at(i, "episode") << " t "
+                          << g.at(i, "t"));
+      for (int k = 0; k < n; ++k) {
+        INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref[k]);
+        REQUIRE(rlk_test::double_bits(got[k]) == rlk_test::double_bits(ref[k]));
+      }
+      ++checked;
+    }
+    // MountainCarContinuous has no float64 state to compare (float32 in Gymnasium).
+    if (std::is_same_v<TestType, mountain_car_continuous_spec>) {
+      CHECK(checked == 0);
+    } else {
+      CHECK(checked >= 1500);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("vec_env<double> follows Gymnasium's float64 states step after step",
+                   "[classic_control][vec_env][reference][float64]", pendulum_spec, mountain_car_spec,
+                   mountain_car_continuous_spec, acrobot_spec) {
+  using Env = env_of<TestType, double>;
+  using venv = vec_env<Env, rlk_test::backend_t>;
+  constexpr int n = state_size<Env>;
+  const golden_table g(TestType::float64_file);
+  typename Env::Params params;
+  params.max_episode_steps = 1 << 30;  // the trajectories follow each other without a reset
+  venv env(rlk_test::backend(), 1, 7, params);
+  buffer<typename venv::action_type, rlk_test::backend_t> action(rlk_test::backend(), venv::action_width);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    // On the host the env runs free from each trajectory's start; on CUDA (whose sin/cos/pow may
+    // differ in the last bit, which Acrobot's chaos amplifies) it restarts from every recorded state.
+    if (g.at(i, "t") == 0 || rlk_test::on_cuda) env.set_states({state_of<Env>(g, i)});
+    action.assign(std::vector<typename venv::action_type>{typename venv::action_type(g.at(i, "action"))});
+    env.step(action.cview());
+    INFO(TestType::float64_file << " row " << i << " episode " << g.at(i, "episode") << " t " << g.at(i, "t"));
+    REQUIRE(bool(env.terminated().get(0)) == (g.at(i, "terminated") != 0));
+    const double reward = env.rewards().get(0);
+    if (rlk_test::on_cuda) {
+      REQUIRE(relative_error(reward, g.at(i, "reward"), TestType::reward_scale) <= 1e-6);
+    } else {
+      REQUIRE(rlk_test::double_bits(reward) == rlk_test::double_bits(g.at(i, "reward")));
+    }
+    if (g.at(i, "terminated") != 0) continue;  // auto-reset replaced the state; the single steps check it
+    const std::vector<double> got = components<Env>(env.states().to_host()[0]);
+    const std::vector<double> ref = components<Env>(state_of<Env>(g, i, "n"));
+    for (int k = 0; k < n; ++k) {
+      INFO("state component " << k << ": ours " << got[k] << " Gymnasium " << ref[k]);
+      if (!rlk_test::on_cuda && TestType::double_exact(g, i)) {
+        REQUIRE(rlk_test::double_bits(got[k]) == rlk_test::double_bits(ref[k]));
+      } else {
+        REQUIRE(relative_error(got[k], ref[k], TestType::state_scale[k]) <= 1e-6);
+      }
+    }
+  }
 }
 
 // ---- rules and settings beyond the recorded data ------------------------------------------------

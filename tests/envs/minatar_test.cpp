@@ -35,6 +35,31 @@ TEST_CASE("minatar breakout: replays the reference step for step") {
   CHECK(rlk_minatar_test::replay<rlkernels::minatar_breakout<float>>(rec, channels_first) >= 4000);
 }
 
+TEST_CASE("minatar breakout: replays a scripted agent that clears the wall, and the refill") {
+  // Recorded by tests/reference/minatar_record_breakout_extra.py: a look-ahead agent keeps the ball
+  // in play until it has cleared all 30 bricks twice per run, so the refill (the ball reaching the
+  // bottom row with no brick left adds the three rows again) is replayed, then it lets the ball drop.
+  const rlk_minatar_test::recording rec = rlk_minatar_test::load(reference("minatar_breakout_extra.txt"));
+  int refills = 0, cleared = 0;
+  for (const rlk_minatar_test::run& run : rec.runs) {
+    int before = -1;
+    for (const rlk_minatar_test::record& r : run.records) {
+      int bricks = 0;
+      for (int cell = 0; cell < 100; ++cell) bricks += r.obs[std::size_t(cell) * 4 + 3];
+      cleared += r.kind == 'S' && bricks == 0 && before > 0;
+      refills += r.kind == 'S' && bricks == 30 && before == 0;
+      before = bricks;
+    }
+  }
+  CHECK(cleared >= 4);
+  CHECK(refills >= 4);
+  CHECK(rlk_minatar_test::replay<rlkernels::minatar_breakout<float>>(rec) >= 1200);
+  CHECK(rlk_minatar_test::replay<rlkernels::minatar_breakout<double>>(rec) >= 1200);
+  rlkernels::minatar_breakout<float>::Params channels_first;
+  channels_first.channels_first = true;
+  CHECK(rlk_minatar_test::replay<rlkernels::minatar_breakout<float>>(rec, channels_first) >= 1200);
+}
+
 TEST_CASE("minatar breakout: runs in vec_env; the minimal set maps onto the full one; uint8 observations") {
   using full_t = rlkernels::minatar_breakout<float>;
   using minimal_t = rlkernels::minatar_breakout<float, rlkernels::minatar_action_set::minimal>;
