@@ -121,6 +121,57 @@ class Formatting(unittest.TestCase):
             self.assertGreaterEqual(text.find(begin), 0, path)
 
 
+class RLtoolsBaseline(unittest.TestCase):
+    """Which RLtools program compare.py times: --rltools-binary, $RLK_RLTOOLS_SAC, the build's driver, or a skip."""
+
+    def command(self, build_dir, binary=None, env=None):
+        import argparse
+        import os
+        from unittest import mock
+        runner = compare.Runner(argparse.Namespace(build_dir=str(build_dir), rltools_binary=binary))
+        with mock.patch.dict(os.environ, env or {}, clear=False):
+            if not env:
+                os.environ.pop("RLK_RLTOOLS_SAC", None)
+            return runner.rltools_command()
+
+    def test_skip_note_says_how_to_install_it(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            note = self.command(build)
+            self.assertTrue(note.startswith("skip: not installed: pip install rltools"), note)
+            self.assertIn("--rltools-binary", note)
+
+    def test_the_builds_driver_then_the_variable_then_the_flag(self):
+        import os
+        import stat
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            driver = Path(build) / "benchmarks" / "rltools_sac_pendulum"
+            driver.parent.mkdir()
+            driver.write_text("#!/bin/sh\n")
+            driver.chmod(driver.stat().st_mode | stat.S_IXUSR)
+            self.assertEqual(self.command(build), str(driver))
+            self.assertEqual(self.command(build, env={"RLK_RLTOOLS_SAC": "my-rltools --quiet"}), "my-rltools --quiet")
+            mine = Path(build) / "my rltools"
+            mine.write_text("#!/bin/sh\n")
+            mine.chmod(mine.stat().st_mode | stat.S_IXUSR)
+            self.assertEqual(self.command(build, binary=str(mine), env={"RLK_RLTOOLS_SAC": "x"}), f"'{mine}'")
+            self.assertTrue(self.command(build, binary=os.path.join(build, "absent")).startswith(
+                "skip: --rltools-binary"))
+
+    def test_system_name_and_note_come_from_the_drivers_output(self):
+        label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"
+        self.assertEqual(compare.rltools_system(label, "2.2.1"),
+                         "RLtools SAC (headers of pip rltools 2.2.1, our driver, OpenBLAS, 1 thread)")
+        self.assertIn("no BLAS", compare.rltools_system(label.replace("OpenBLAS", "generic (no BLAS)"), None))
+        self.assertEqual(compare.rltools_system("", None), "RLtools SAC (user-supplied program)")
+        runs = [{"eval_return": -150.4, "program_timed": 1}, {"eval_return": -160.6, "program_timed": 1}]
+        self.assertEqual(compare.rltools_note(runs),
+                         "eval return (100 episodes) -150, -161; its training loop as the program times it; "
+                         "seed 0 each run")
+        self.assertEqual(compare.rltools_note([{"program_timed": 0}]), "whole process; seed 0 each run")
+
+
 class Actions(unittest.TestCase):
     def test_random_policy_is_uniform_over_the_action_space(self):
         try:
