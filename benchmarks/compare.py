@@ -664,6 +664,8 @@ class Runner:
                               "note": "RLtools has no CartPole-v1 environment (its PPO examples are Pendulum, Ant and "
                                       "its own drone tasks)"})
         rl = self.rltools_command()
+        if not rl.startswith("skip:") and not off.exists():
+            rl = f"skip: {off} not built (it runs the RLtools program)"
         if rl.startswith("skip:"):
             self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
                                   "note": rl[5:].strip()})
@@ -678,8 +680,9 @@ class Runner:
                                       "note": "its program failed: " + (errors[0] if errors else "no runs")})
             else:
                 secs = [b["real_time"] / 1e3 for b in runs]
-                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": rltools_system(runs[0].get("label", ""), package_versions().get("rltools")),
-                                      "status": "ok", "seconds": secs, "note": rltools_note(runs), "raw": runs})
+                system = rltools_system(runs[0].get("label", ""), package_versions().get("rltools"))
+                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": system, "status": "ok",
+                                      "seconds": secs, "note": rltools_note(runs), "raw": runs})
                 self.log(f"    RLtools: median {statistics.median(secs):.2f} s")
         # Stable-Baselines3
         for task, name, max_steps in [("ppo_cartpole", "PPO CartPole-v1, time to 475", a.sb3_ppo_max_steps),

@@ -159,6 +159,48 @@ class RLtoolsBaseline(unittest.TestCase):
             self.assertTrue(self.command(build, binary=os.path.join(build, "absent")).startswith(
                 "skip: --rltools-binary"))
 
+    def test_training_rows_time_the_program_through_offpolicy_bench(self):
+        import argparse
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            bench = Path(build) / "benchmarks"
+            bench.mkdir()
+            for name in ("offpolicy_bench_serial", "rltools_sac_pendulum"):
+                (bench / name).write_text("")
+            runner = compare.Runner(argparse.Namespace(build_dir=build, rltools_binary=None, with_blas=False,
+                                                       sb3_seeds=0, sb3_ppo_max_steps=1))
+            runner.log = lambda msg: None
+            calls = []
+            label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS"
+
+            def fake_gbench(exe, flags, extra_env=None):
+                calls.append((exe.name, flags, extra_env))
+                if flags[0].startswith("--benchmark_filter=^rltools"):
+                    runs = [{"run_type": "iteration", "real_time": ms, "eval_return": -155.0, "program_timed": 1,
+                             "label": label} for ms in (4100.0, 3900.0, 4000.0)]
+                    return {"benchmarks": runs + [{"run_type": "aggregate", "real_time": 4000.0}]}
+                return {"benchmarks": [{"run_type": "iteration", "real_time": 1000.0, "eval_return": -150.0}]}
+
+            runner.run_gbench = fake_gbench
+            runner.training_rows()
+            rl_calls = [c for c in calls if c[1][0].startswith("--benchmark_filter=^rltools")]
+            self.assertEqual(len(rl_calls), 1)
+            self.assertEqual(rl_calls[0][0], "offpolicy_bench_serial")
+            self.assertEqual(rl_calls[0][2]["RLK_RLTOOLS_SAC"], str(bench / "rltools_sac_pendulum"))
+            self.assertEqual(rl_calls[0][2]["OPENBLAS_NUM_THREADS"], "1")
+            row = next(r for r in runner.training if r["system"].startswith("RLtools SAC"))
+            self.assertEqual(row["status"], "ok")
+            self.assertEqual(row["seconds"], [4.1, 3.9, 4.0])  # the iterations only, in seconds
+            self.assertIn("OpenBLAS, 1 thread", row["system"])
+            # without offpolicy_bench the row is skipped, saying why, and nothing runs
+            (bench / "offpolicy_bench_serial").unlink()
+            runner.training, calls[:] = [], []
+            runner.training_rows()
+            row = next(r for r in runner.training if r["task"].startswith("SAC") and r["system"] == "RLtools")
+            self.assertEqual(row["status"], "skipped")
+            self.assertIn("offpolicy_bench_serial not built", row["note"])
+            self.assertEqual(calls, [])
+
     def test_system_name_and_note_come_from_the_drivers_output(self):
         label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"
         self.assertEqual(compare.rltools_system(label, "2.2.1"),
