@@ -21,10 +21,12 @@
 //   - the critic loss is 0.5 * MSE per critic (SB3's; our preset uses the MSE: critic_loss_scale 1;
 //     under Adam this changes little but epsilon's weight);
 //   - RLtools' own weight initialisation, random engine (std::mt19937) and batch sampling;
-//   - RLtools' Pendulum (the Gymnasium dynamics, max torque 2, 200-step episodes) instead of ours.
+//   - RLtools' Pendulum instead of ours (the same Gymnasium dynamics and reward; its actions in
+//     [-1, 1] are scaled to the torque limit 2; 200-step episodes).
 // Built with this project's speed flags (-O3 -march=native -fno-math-errno, never -ffast-math) and,
-// when CMake finds a BLAS and RLK_USE_BLAS is on, RLtools' OpenBLAS backend (RL_TOOLS_BACKEND_ENABLE_OPENBLAS);
-// run it with OPENBLAS_NUM_THREADS=1.
+// when CMake finds libopenblas (option RLK_RLTOOLS_OPENBLAS, on by default), on RLtools' OpenBLAS
+// backend (RL_TOOLS_BACKEND_ENABLE_OPENBLAS); run it with OPENBLAS_NUM_THREADS=1.
+
 // RLtools resolves its operations by overloads: every operations header of the pieces the SAC loop
 // uses comes before the loop's own (the device first, the Adam optimiser before the models).
 #include <rl_tools/operations/cpu_mux.h>
