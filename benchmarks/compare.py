@@ -16,7 +16,8 @@ batch sizes N, for:
 
 and the training time of PPO on CartPole-v1 (seconds until the mean return of the last 100
 training episodes reaches 475) and SAC on Pendulum-v1 (10,000 env steps), ours beside RLtools
-(built from its repository when --rltools CHECKOUT is given or RLK_RLTOOLS_SAC is set) and
+(our driver benchmarks/algorithms/rltools_sac_pendulum.cpp on the headers of the rltools PyPI package,
+built by CMake when pip install rltools has installed them, or a program given by --rltools-binary) and
 Stable-Baselines3 (when installed). A baseline that is not installed, or that would not fit the
 time or memory budget, is skipped with a note saying why; nothing is estimated or filled in.
 
@@ -45,6 +46,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -266,10 +268,30 @@ def machine_line(m: dict) -> str:
     return f"{m['cpu']}, {m['cores']} cores{mem}{gpu}"
 
 
+def rltools_system(label: str, version: str | None) -> str:
+    """The RLtools row's system name, from the label that the driver's first line gives the benchmark row."""
+    if label.startswith("rltools_sac_pendulum:"):
+        backend = "OpenBLAS, 1 thread" if "backend OpenBLAS" in label else "no BLAS"
+        package = f"rltools {version}" if version else "rltools"
+        return f"RLtools SAC (headers of pip {package}, our driver, {backend})"
+    return "RLtools SAC (user-supplied program)"
+
+
+def rltools_note(runs: list[dict]) -> str:
+    """Eval returns (when the program prints them), what was timed, the seed."""
+    parts = []
+    if all("eval_return" in b for b in runs):
+        parts.append("eval return (100 episodes) " + ", ".join(f"{b['eval_return']:.0f}" for b in runs))
+    parts.append("its training loop as the program times it" if all(b.get("program_timed") for b in runs)
+                 else "whole process")
+    parts.append("seed 0 each run")
+    return "; ".join(parts)
+
+
 def package_versions() -> dict:
     import importlib.metadata as md
     out = {}
-    for p in ["numpy", "gymnasium", "envpool", "MinAtar", "stable-baselines3", "torch", "matplotlib"]:
+    for p in ["numpy", "gymnasium", "envpool", "MinAtar", "stable-baselines3", "torch", "rltools", "matplotlib"]:
         try:
             out[p] = md.version(p)
         except md.PackageNotFoundError:
@@ -642,21 +664,25 @@ class Runner:
                               "note": "RLtools has no CartPole-v1 environment (its PPO examples are Pendulum, Ant and "
                                       "its own drone tasks)"})
         rl = self.rltools_command()
-        if isinstance(rl, str) and rl.startswith("skip:"):
+        if not rl.startswith("skip:") and not off.exists():
+            rl = f"skip: {off} not built (it runs the RLtools program)"
+        if rl.startswith("skip:"):
             self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
                                   "note": rl[5:].strip()})
         else:
-            self.log("  offpolicy_bench_serial rltools_sac_pendulum_10k ...")
-            data = self.run_gbench(off, ["--benchmark_filter=^rltools_sac_pendulum_10k/"], {"RLK_RLTOOLS_SAC": rl})
+            self.log(f"  offpolicy_bench_serial rltools_sac_pendulum_10k ({rl}) ...")
+            data = self.run_gbench(off, ["--benchmark_filter=^rltools_sac_pendulum_10k/"],
+                                   {"RLK_RLTOOLS_SAC": rl, "OPENBLAS_NUM_THREADS": "1"})
             runs = [b for b in data["benchmarks"] if b.get("run_type") == "iteration" and not b.get("error_occurred")]
             if not runs:
+                errors = [b.get("error_message", "") for b in data["benchmarks"] if b.get("error_occurred")]
                 self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools", "status": "skipped",
-                                      "note": "its benchmark program failed"})
+                                      "note": "its program failed: " + (errors[0] if errors else "no runs")})
             else:
                 secs = [b["real_time"] / 1e3 for b in runs]
-                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": "RLtools (OpenBLAS, 1 thread)",
-                                      "status": "ok", "seconds": secs,
-                                      "note": "whole process, as built by scripts/rltools_sac_baseline.sh; seed 0 each run"})
+                system = rltools_system(runs[0].get("label", ""), package_versions().get("rltools"))
+                self.training.append({"task": "SAC Pendulum-v1, 10k steps", "system": system, "status": "ok",
+                                      "seconds": secs, "note": rltools_note(runs), "raw": runs})
                 self.log(f"    RLtools: median {statistics.median(secs):.2f} s")
         # Stable-Baselines3
         for task, name, max_steps in [("ppo_cartpole", "PPO CartPole-v1, time to 475", a.sb3_ppo_max_steps),
@@ -692,20 +718,20 @@ class Runner:
         self.training.sort(key=lambda r: order[r["task"]])
 
     def rltools_command(self) -> str:
+        """The RLtools program to time: --rltools-binary, else $RLK_RLTOOLS_SAC, else the build's driver."""
         a = self.args
+        if a.rltools_binary:
+            exe = Path(a.rltools_binary).expanduser()
+            if not (exe.is_file() and os.access(exe, os.X_OK)):
+                return f"skip: --rltools-binary {exe} is not an executable file"
+            return shlex.quote(str(exe.resolve()))
         if os.environ.get("RLK_RLTOOLS_SAC"):
             return os.environ["RLK_RLTOOLS_SAC"]
-        if not a.rltools:
-            return ("skip: no RLtools checkout given (--rltools CHECKOUT, a clone of "
-                    "https://github.com/rl-tools/rl-tools; or set RLK_RLTOOLS_SAC)")
-        build = Path(a.rltools_build)
-        self.log(f"  building RLtools' SAC benchmark from {a.rltools} in {build} (scripts/rltools_sac_baseline.sh) ...")
-        proc = subprocess.run(["bash", str(ROOT / "scripts/rltools_sac_baseline.sh"), a.rltools, str(build)],
-                              capture_output=True, text=True, env=dict(os.environ, RUNS="1", EVAL="0"))
-        exe = build / "src/rl/environments/pendulum/sac/cpu/rl_environments_pendulum_sac_benchmark"
-        if proc.returncode != 0 or not exe.exists():
-            return "skip: building RLtools failed: " + (proc.stdout + proc.stderr).strip()[-300:]
-        return f"OPENBLAS_NUM_THREADS=1 {exe}"
+        exe = self.binary(Path(a.build_dir), "rltools_sac_pendulum")
+        if exe.exists():
+            return shlex.quote(str(exe))
+        return ("skip: not installed: pip install rltools (CMake then builds our driver "
+                "benchmarks/rltools_sac_pendulum against its headers), or pass --rltools-binary PATH")
 
     # ---- everything ----
 
@@ -855,8 +881,9 @@ def main(argv=None) -> int:
     p.add_argument("--with-blas", action="store_true",
                    help="add our SAC row built with -DRLK_USE_BLAS=ON (needs a BLAS, e.g. libopenblas-dev)")
     p.add_argument("--blas-build-dir", default=str(ROOT / "build/blas"), help="that build (default build/blas)")
-    p.add_argument("--rltools", default=None, help="an RLtools checkout to build its SAC benchmark from")
-    p.add_argument("--rltools-build", default="/tmp/rltools-baseline-build", help="where to build RLtools")
+    p.add_argument("--rltools-binary", default=None, metavar="PATH",
+                   help="a program that trains RLtools' SAC on Pendulum-v1 for 10k steps once (default: the "
+                        "build's rltools_sac_pendulum, built when pip install rltools has installed RLtools' headers)")
     # worker mode (internal)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--env", help=argparse.SUPPRESS)

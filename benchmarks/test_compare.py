@@ -121,6 +121,99 @@ class Formatting(unittest.TestCase):
             self.assertGreaterEqual(text.find(begin), 0, path)
 
 
+class RLtoolsBaseline(unittest.TestCase):
+    """Which RLtools program compare.py times: --rltools-binary, $RLK_RLTOOLS_SAC, the build's driver, or a skip."""
+
+    def command(self, build_dir, binary=None, env=None):
+        import argparse
+        import os
+        from unittest import mock
+        runner = compare.Runner(argparse.Namespace(build_dir=str(build_dir), rltools_binary=binary))
+        with mock.patch.dict(os.environ, env or {}, clear=False):
+            if not env:
+                os.environ.pop("RLK_RLTOOLS_SAC", None)
+            return runner.rltools_command()
+
+    def test_skip_note_says_how_to_install_it(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            note = self.command(build)
+            self.assertTrue(note.startswith("skip: not installed: pip install rltools"), note)
+            self.assertIn("--rltools-binary", note)
+
+    def test_the_builds_driver_then_the_variable_then_the_flag(self):
+        import os
+        import stat
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            driver = Path(build) / "benchmarks" / "rltools_sac_pendulum"
+            driver.parent.mkdir()
+            driver.write_text("#!/bin/sh\n")
+            driver.chmod(driver.stat().st_mode | stat.S_IXUSR)
+            self.assertEqual(self.command(build), str(driver))
+            self.assertEqual(self.command(build, env={"RLK_RLTOOLS_SAC": "my-rltools --quiet"}), "my-rltools --quiet")
+            mine = Path(build) / "my rltools"
+            mine.write_text("#!/bin/sh\n")
+            mine.chmod(mine.stat().st_mode | stat.S_IXUSR)
+            self.assertEqual(self.command(build, binary=str(mine), env={"RLK_RLTOOLS_SAC": "x"}), f"'{mine}'")
+            self.assertTrue(self.command(build, binary=os.path.join(build, "absent")).startswith(
+                "skip: --rltools-binary"))
+
+    def test_training_rows_time_the_program_through_offpolicy_bench(self):
+        import argparse
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            bench = Path(build) / "benchmarks"
+            bench.mkdir()
+            for name in ("offpolicy_bench_serial", "rltools_sac_pendulum"):
+                (bench / name).write_text("")
+            runner = compare.Runner(argparse.Namespace(build_dir=build, rltools_binary=None, with_blas=False,
+                                                       sb3_seeds=0, sb3_ppo_max_steps=1))
+            runner.log = lambda msg: None
+            calls = []
+            label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS"
+
+            def fake_gbench(exe, flags, extra_env=None):
+                calls.append((exe.name, flags, extra_env))
+                if flags[0].startswith("--benchmark_filter=^rltools"):
+                    runs = [{"run_type": "iteration", "real_time": ms, "eval_return": -155.0, "program_timed": 1,
+                             "label": label} for ms in (4100.0, 3900.0, 4000.0)]
+                    return {"benchmarks": runs + [{"run_type": "aggregate", "real_time": 4000.0}]}
+                return {"benchmarks": [{"run_type": "iteration", "real_time": 1000.0, "eval_return": -150.0}]}
+
+            runner.run_gbench = fake_gbench
+            runner.training_rows()
+            rl_calls = [c for c in calls if c[1][0].startswith("--benchmark_filter=^rltools")]
+            self.assertEqual(len(rl_calls), 1)
+            self.assertEqual(rl_calls[0][0], "offpolicy_bench_serial")
+            self.assertEqual(rl_calls[0][2]["RLK_RLTOOLS_SAC"], str(bench / "rltools_sac_pendulum"))
+            self.assertEqual(rl_calls[0][2]["OPENBLAS_NUM_THREADS"], "1")
+            row = next(r for r in runner.training if r["system"].startswith("RLtools SAC"))
+            self.assertEqual(row["status"], "ok")
+            self.assertEqual(row["seconds"], [4.1, 3.9, 4.0])  # the iterations only, in seconds
+            self.assertIn("OpenBLAS, 1 thread", row["system"])
+            # without offpolicy_bench the row is skipped, saying why, and nothing runs
+            (bench / "offpolicy_bench_serial").unlink()
+            runner.training, calls[:] = [], []
+            runner.training_rows()
+            row = next(r for r in runner.training if r["task"].startswith("SAC") and r["system"] == "RLtools")
+            self.assertEqual(row["status"], "skipped")
+            self.assertIn("offpolicy_bench_serial not built", row["note"])
+            self.assertEqual(calls, [])
+
+    def test_system_name_and_note_come_from_the_drivers_output(self):
+        label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"
+        self.assertEqual(compare.rltools_system(label, "2.2.1"),
+                         "RLtools SAC (headers of pip rltools 2.2.1, our driver, OpenBLAS, 1 thread)")
+        self.assertIn("no BLAS", compare.rltools_system(label.replace("OpenBLAS", "generic (no BLAS)"), None))
+        self.assertEqual(compare.rltools_system("", None), "RLtools SAC (user-supplied program)")
+        runs = [{"eval_return": -150.4, "program_timed": 1}, {"eval_return": -160.6, "program_timed": 1}]
+        self.assertEqual(compare.rltools_note(runs),
+                         "eval return (100 episodes) -150, -161; its training loop as the program times it; "
+                         "seed 0 each run")
+        self.assertEqual(compare.rltools_note([{"program_timed": 0}]), "whole process; seed 0 each run")
+
+
 class Actions(unittest.TestCase):
     def test_random_policy_is_uniform_over_the_action_space(self):
         try:
