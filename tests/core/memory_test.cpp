@@ -331,10 +331,10 @@ TEST_CASE("cuda: memory pools keep freed memory and count it as available", "[me
   RLK_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   CHECK(threshold == UINT64_MAX);
 
-  // An object of 3/4 of the capacity is dropped; one as large fits again straight after (the
-  // pool holds the memory: cudaMemGetInfo alone would report a quarter free).
+  // An object of 3/5 of the capacity is dropped; one as large fits again straight after (the
+  // pool holds the memory: cudaMemGetInfo alone would report 2/5 free, too little).
   const std::size_t capacity = detail::memory_capacity(backend);
-  const std::size_t big = capacity / 4 * 3;
+  const std::size_t big = capacity / 5 * 3;
   { buffer<char, cuda_backend> b(backend, big); }
   synchronize(backend);
   std::size_t free_bytes = 0, total_bytes = 0;

@@ -163,8 +163,8 @@ inline unsigned int grid_size_for(std::size_t n, unsigned int block) {
 
 /// @brief Calls `f(i)` for every i in [0, n) on `backend`. Each call must be independent of the
 /// others. For CUDA, `f` must be a trivially copyable functor whose `operator()` is RLK_HOST_DEVICE
-/// (or an extended `__device__` lambda); the launch is asynchronous on the backend's stream and
-/// checked.
+/// (or an extended `__device__` lambda); the launch is asynchronous on the backend's stream, on the
+/// backend's device, and checked (with RLK_CUDA_SYNC_CHECK: also waited for, see docs/cuda.md).
 template <class F>
 void for_each_index(serial_backend, std::size_t n, const F& f) {
   for (std::size_t i = 0; i < n; ++i) f(i);
