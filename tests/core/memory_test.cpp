@@ -313,6 +313,20 @@ TEST_CASE("cuda_backend carries its device: allocations land there and the calle
     RLK_CUDA_CHECK(cudaSetDevice(before));
   }
 
+  // A device that does not exist: a clear error, the current device unchanged, and no stale
+  // error left for the next launch check to report.
+  try {
+    buffer<float, cuda_backend> nowhere(cuda_backend{nullptr, count}, 4);
+    FAIL("a buffer on device " << count << " of " << count);
+  } catch (const cuda_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("cudaSetDevice"));
+  }
+  CHECK(current_device() == before);
+  buffer<int, cuda_backend> in(on0, std::vector<int>{5, 6});
+  buffer<long long, cuda_backend> out(on0, 2);
+  for_each_index(on0, 2, affine_kernel{in.cview(), out.view()});
+  CHECK(out.to_host() == std::vector<long long>{15, 19});
+
   // A stream created on a device makes a backend on that device.
   non_blocking_stream s;
   CHECK(cuda_backend{s.stream}.device == current_device());

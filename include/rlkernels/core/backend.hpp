@@ -45,15 +45,21 @@ namespace detail {
 /// or a toolkit without cudaStreamGetDevice) the device current now. Never throws: if CUDA cannot
 /// tell (no device), 0, and the backend's first call reports the real error.
 inline int default_device_of(cudaStream_t stream) noexcept {
+  // A failed query also sets CUDA's last-error slot; it is reset here, so that the next launch
+  // check does not report this query's failure as its own.
   int device = 0;
 #if CUDART_VERSION >= 12080
-  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread &&
-      cudaStreamGetDevice(stream, &device) == cudaSuccess)
-    return device;
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
+    (void)cudaGetLastError();
+  }
 #else
   (void)stream;
 #endif
-  if (cudaGetDevice(&device) != cudaSuccess) device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device = 0;
+  }
   return device;
 }
 
@@ -63,33 +69,38 @@ inline int default_device_of(cudaStream_t stream) noexcept {
 class device_guard {
  public:
   /// @throw cuda_error if the current device cannot be read or `device` cannot be made current
-  explicit device_guard(int device) {
-    const cudaError_t got = cudaGetDevice(&previous_);
-    if (got != cudaSuccess) throw_cuda_error(got, "cudaGetDevice", __FILE__, __LINE__);
-    if (previous_ != device) {
-      const cudaError_t set = cudaSetDevice(device);
-      if (set != cudaSuccess) throw_cuda_error(set, "cudaSetDevice", __FILE__, __LINE__);
-      switched_ = true;
+  explicit device_guard(int device) : device_guard(device, std::nothrow) {
+    if (status_ != cudaSuccess) {
+      throw_cuda_error(status_, switched_attempted_ ? "cudaSetDevice (rlkernels::detail::device_guard)"
+                                                    : "cudaGetDevice (rlkernels::detail::device_guard)",
+                       __FILE__, __LINE__);
     }
   }
   /// For calls that cannot throw (frees in destructors): the failure is in status() instead.
   device_guard(int device, std::nothrow_t) noexcept {
     status_ = cudaGetDevice(&previous_);
     if (status_ == cudaSuccess && previous_ != device) {
+      switched_attempted_ = true;
       status_ = cudaSetDevice(device);
       switched_ = status_ == cudaSuccess;
     }
+    // A failure (say, an invalid device id) is reported through status() or the exception, not
+    // left in CUDA's last-error slot for the next launch check to report as its own.
+    if (status_ != cudaSuccess) (void)cudaGetLastError();
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
   ~device_guard() {
-    if (switched_) (void)cudaSetDevice(previous_);  // previous_ was current a moment ago: cannot fail but for a dead context
+    // previous_ was current a moment ago: this cannot fail but for a broken context, which the
+    // next checked call reports anyway.
+    if (switched_) (void)cudaSetDevice(previous_);
   }
   /// cudaSuccess, or why the nothrow constructor could not make the device current.
   cudaError_t status() const noexcept { return status_; }
 
  private:
   int previous_ = 0;
+  bool switched_attempted_ = false;
   bool switched_ = false;
   cudaError_t status_ = cudaSuccess;
 };
