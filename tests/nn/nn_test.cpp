@@ -11,6 +11,7 @@
 #include <rlkernels/nn/serialize.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -959,4 +960,69 @@ TEST_CASE("mlp: argument errors name the problem", "[nn][mlp][errors]") {
   CHECK(net.num_parameters() == 50);
   CHECK(lay.activation_of(0) == activation::tanh);
   CHECK(lay.activation_of(1) == activation::identity);
+}
+
+TEST_CASE("mlp: a batch above INT_MAX rows is rejected, naming the function and the batch, before anything changes",
+          "[nn][mlp][errors]") {
+  // cuBLAS takes the batch as an int; every backend takes at most INT_MAX rows per pass. The views
+  // below only claim 2^31 rows (a real pointer, never read): the check comes before any access.
+  const std::size_t too_many = std::size_t(INT_MAX) + 1;
+  CHECK_NOTHROW(rlk::detail::check_mlp_batch(std::size_t(INT_MAX), "f"));
+  CHECK_THROWS_WITH(rlk::detail::check_mlp_batch(too_many, "f"),
+                    Catch::Contains("f: batch of 2147483648 rows exceeds 2147483647"));
+
+  rlk::mlp<float, B> net(rlk_test::backend(), {3, 4, 2});
+  net.initialize(5);
+  rlk::mlp_workspace<float, B> ws(net, 2);
+  auto x = make<float>({0.5f, -1.0f, 2.0f, 0.25f, 0.0f, -0.75f});
+  auto dy = make<float>({1.0f, -1.0f, 0.5f, 2.0f});
+  auto gx = zeros<float>(6);
+  const std::vector<float> y = host_copy(net.forward(x.cview(), ws));
+  const std::vector<float> params = net.parameters_to_host();
+
+  const rlk::view<const float> huge_x(x.data(), too_many * 3);
+  const rlk::view<const float> huge_dy(dy.data(), too_many * 2);
+  const rlk::view<float> huge_gx(gx.data(), too_many * 3);
+  CHECK_THROWS_WITH(net.forward(huge_x, ws),
+                    Catch::Contains("rlkernels::mlp::forward: batch of 2147483648 rows exceeds 2147483647"));
+  CHECK_THROWS_WITH(net.backward(huge_x, huge_dy, ws, huge_gx),
+                    Catch::Contains("rlkernels::mlp::backward: batch of 2147483648 rows exceeds 2147483647"));
+  CHECK_THROWS_WITH(net.input_gradient(huge_x, huge_dy, ws, huge_gx),
+                    Catch::Contains("rlkernels::mlp::input_gradient: batch of 2147483648 rows exceeds 2147483647"));
+  CHECK_THROWS_AS(net.forward(huge_x, ws), std::invalid_argument);
+  CHECK(ws.batch() == 2);
+  CHECK(same_bits(host_copy(ws.output()), y));
+  CHECK(same_bits(net.parameters_to_host(), params));
+  CHECK(host_copy(net.gradients()) == std::vector<float>(net.num_parameters(), 0.0f));
+  CHECK(gx.to_host() == std::vector<float>(6, 0.0f));
+
+  // A workspace for more rows than one pass takes is refused before it allocates anything.
+  CHECK_THROWS_WITH((rlk::mlp_workspace<float, B>(net, too_many)),
+                    Catch::Contains("max_batch 2147483648 exceeds 2147483647"));
+  CHECK_THROWS_AS((rlk::mlp_workspace<float, B>(net, too_many)), std::invalid_argument);
+}
+
+TEST_CASE("mlp: moving a network moves its state (and, on CUDA, its cuBLAS handle)", "[nn][mlp]") {
+  rlk::mlp<float, B> a(rlk_test::backend(), {3, 8, 2});
+  a.initialize(11);
+  auto x = make<float>({0.5f, -1.0f, 2.0f, 0.25f, 0.0f, -0.75f});
+  rlk::mlp_workspace<float, B> ws(a, 2);
+  const std::vector<float> y = host_copy(a.forward(x.cview(), ws));
+
+  rlk::mlp<float, B> b(std::move(a));  // move construction
+  rlk::mlp_workspace<float, B> ws_b(b, 2);
+  CHECK(same_bits(host_copy(b.forward(x.cview(), ws_b)), y));
+
+  rlk::mlp<float, B> c(rlk_test::backend(), {3, 8, 2});
+  c = std::move(b);  // move assignment: c's own handle goes with b
+  rlk::mlp_workspace<float, B> ws_c(c, 2);
+  CHECK(same_bits(host_copy(c.forward(x.cview(), ws_c)), y));
+  auto dy = make<float>({1.0f, -1.0f, 0.5f, 2.0f});
+  c.backward(x.cview(), dy.cview(), ws_c);
+  rlk::mlp<float, B> fresh(rlk_test::backend(), {3, 8, 2});
+  fresh.initialize(11);
+  rlk::mlp_workspace<float, B> ws_f(fresh, 2);
+  fresh.forward(x.cview(), ws_f);
+  fresh.backward(x.cview(), dy.cview(), ws_f);
+  CHECK(same_bits(c.gradients_to_host(), fresh.gradients_to_host()));
 }

@@ -1,7 +1,7 @@
 // rlkernels/core/backend.hpp
 // Where a batch runs. The caller passes a backend value first (Thrust-style): `serial` (a plain
-// loop), `openmp` (a parallel loop on the host cores) or `cuda_backend{stream}` (a CUDA device;
-// only in translation units compiled by nvcc). `for_each_index` runs a functor over [0, n) on one.
+// loop), `openmp` (a parallel loop on the host cores) or `cuda_backend{stream, device}` (a CUDA
+// device; only in translation units compiled by nvcc). `for_each_index` runs a functor over [0, n) on one.
 #pragma once
 
 #include "config.hpp"
@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 
 #if RLK_HAS_OPENMP
@@ -38,10 +39,85 @@ inline constexpr serial_backend serial{};
 inline constexpr openmp_backend openmp{};
 
 #if RLK_HAS_CUDA
-/// @brief Runs batches on the current CUDA device, ordered on `stream` (0: the default stream).
-/// Buffers made with this backend live in device memory.
+namespace detail {
+/// The device a backend made from `stream` alone runs on: the stream's own device (a created
+/// stream belongs to the device that was current when it was created), else (the default streams,
+/// or a toolkit without cudaStreamGetDevice) the device current now. Never throws: if CUDA cannot
+/// tell (no device), 0, and the backend's first call reports the real error.
+inline int default_device_of(cudaStream_t stream) noexcept {
+  // A failed query also sets CUDA's last-error slot; it is reset here, so that the next launch
+  // check does not report this query's failure as its own.
+  int device = 0;
+#if CUDART_VERSION >= 12080
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
+    (void)cudaGetLastError();
+  }
+#else
+  (void)stream;
+#endif
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device = 0;
+  }
+  return device;
+}
+
+/// @brief Makes `device` the calling thread's current CUDA device for the guard's lifetime and
+/// restores the previous one after (cudaSetDevice only when it differs, so the common one-GPU case
+/// costs one cudaGetDevice, a thread-local read).
+class device_guard {
+ public:
+  /// @throw cuda_error if the current device cannot be read or `device` cannot be made current
+  explicit device_guard(int device) : device_guard(device, std::nothrow) {
+    if (status_ != cudaSuccess) {
+      throw_cuda_error(status_, switched_attempted_ ? "cudaSetDevice (rlkernels::detail::device_guard)"
+                                                    : "cudaGetDevice (rlkernels::detail::device_guard)",
+                       __FILE__, __LINE__);
+    }
+  }
+  /// For calls that cannot throw (frees in destructors): the failure is in status() instead.
+  device_guard(int device, std::nothrow_t) noexcept {
+    status_ = cudaGetDevice(&previous_);
+    if (status_ == cudaSuccess && previous_ != device) {
+      switched_attempted_ = true;
+      status_ = cudaSetDevice(device);
+      switched_ = status_ == cudaSuccess;
+    }
+    // A failure (say, an invalid device id) is reported through status() or the exception, not
+    // left in CUDA's last-error slot for the next launch check to report as its own.
+    if (status_ != cudaSuccess) (void)cudaGetLastError();
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() {
+    // previous_ was current a moment ago: this cannot fail but for a broken context, which the
+    // next checked call reports anyway.
+    if (switched_) (void)cudaSetDevice(previous_);
+  }
+  /// cudaSuccess, or why the nothrow constructor could not make the device current.
+  cudaError_t status() const noexcept { return status_; }
+
+ private:
+  int previous_ = 0;
+  bool switched_attempted_ = false;
+  bool switched_ = false;
+  cudaError_t status_ = cudaSuccess;
+};
+}  // namespace detail
+
+/// @brief Runs batches on CUDA device `device`, ordered on `stream`. Buffers made with this
+/// backend live in that device's memory; every allocation, free, copy, handle creation and launch
+/// made through it switches to `device` for the call (and back after), so one program can drive one
+/// vec_env per GPU from one thread: `cuda_backend{stream_on_gpu1, 1}`.
+///
+/// `cuda_backend{stream}` and `cuda_backend{}` keep working: without a device, it is the stream's
+/// device for a created stream, otherwise the device current when the backend value is made
+/// (device 0 unless the program called cudaSetDevice) — the device the calls would have run on
+/// before backends carried one, so such code behaves as before.
 struct cuda_backend {
-  cudaStream_t stream = nullptr;  ///< the stream that kernels, copies and allocations are ordered on
+  cudaStream_t stream = nullptr;                     ///< the stream kernels, copies and allocations are ordered on (0: the device's legacy default stream)
+  int device = detail::default_device_of(stream);    ///< the CUDA device everything runs on
 };
 #endif
 
@@ -75,6 +151,7 @@ inline void synchronize(openmp_backend) { detail::count_host_sync(detail::host_s
 inline const char* backend_name(cuda_backend) { return "cuda"; }
 inline void synchronize(cuda_backend backend) {
   detail::count_host_sync(detail::host_sync_kind::synchronization);
+  const detail::device_guard guard(backend.device);
   RLK_CUDA_CHECK(cudaStreamSynchronize(backend.stream));
 }
 #endif
@@ -97,8 +174,8 @@ inline unsigned int grid_size_for(std::size_t n, unsigned int block) {
 
 /// @brief Calls `f(i)` for every i in [0, n) on `backend`. Each call must be independent of the
 /// others. For CUDA, `f` must be a trivially copyable functor whose `operator()` is RLK_HOST_DEVICE
-/// (or an extended `__device__` lambda); the launch is asynchronous on the backend's stream and
-/// checked.
+/// (or an extended `__device__` lambda); the launch is asynchronous on the backend's stream, on the
+/// backend's device, and checked (with RLK_CUDA_SYNC_CHECK: also waited for, see docs/cuda.md).
 template <class F>
 void for_each_index(serial_backend, std::size_t n, const F& f) {
   for (std::size_t i = 0; i < n; ++i) f(i);
@@ -176,8 +253,9 @@ void for_each_index(cuda_backend backend, std::size_t n, const F& f) {
   static_assert(std::is_trivially_copyable_v<F>, "rlkernels::for_each_index: the functor must be trivially copyable to run on CUDA");
   if (n == 0) return;
   constexpr unsigned int block = 256;
+  const detail::device_guard guard(backend.device);
   detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0, backend.stream>>>(n, f);
-  RLK_CUDA_CHECK(cudaGetLastError());
+  RLK_CUDA_CHECK(cudaGetLastError());  // with RLK_CUDA_SYNC_CHECK: also waits and reports a fault of this kernel
 }
 #endif
 

@@ -9,6 +9,7 @@
 #include "error.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -19,6 +20,10 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
+#endif
+
+#if RLK_HAS_CUDA
+#include <atomic>
 #endif
 
 namespace rlkernels {
@@ -140,43 +145,150 @@ struct memory_ops<openmp_backend> {
 };
 
 #if RLK_HAS_CUDA
+/// What rlkernels knows about one device's allocator: whether it has stream-ordered memory pools
+/// (cudaMallocAsync), and, if so, that the current pool's release threshold has been raised.
+enum class device_pool_state : signed char { unknown = 0, pools = 1, no_pools = 2 };
+inline constexpr int max_cached_devices = 64;
+
+/// Once per device (on the first allocation there; the device must be current): asks whether the
+/// device supports memory pools and, if it does, raises the release threshold of its current pool
+/// from the default 0 to "keep everything". With 0, every synchronisation hands the pool's free
+/// memory back to the OS and the next allocation maps it again, which costs far more than the
+/// allocation itself. A threshold the program set itself (non-zero) is left alone. Two threads
+/// that race on the first call both do the (idempotent) set-up. Devices beyond
+/// max_cached_devices ask every time.
+inline bool device_has_memory_pools(int device) {
+  static std::atomic<signed char> cache[max_cached_devices] = {};
+  const bool cached = device >= 0 && device < max_cached_devices;
+  if (cached) {
+    const auto state = static_cast<device_pool_state>(cache[device].load(std::memory_order_acquire));
+    if (state != device_pool_state::unknown) return state == device_pool_state::pools;
+  }
+  int supported = 0;
+  check_cuda_status(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device),
+                    "cudaDeviceGetAttribute", __FILE__, __LINE__);
+  if (supported != 0) {
+    cudaMemPool_t pool = nullptr;
+    check_cuda_status(cudaDeviceGetMemPool(&pool, device), "cudaDeviceGetMemPool", __FILE__, __LINE__);
+    std::uint64_t threshold = 0;
+    check_cuda_status(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                      "cudaMemPoolGetAttribute", __FILE__, __LINE__);
+    if (threshold == 0) {
+      threshold = UINT64_MAX;
+      check_cuda_status(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                        "cudaMemPoolSetAttribute", __FILE__, __LINE__);
+    }
+  }
+  if (cached) {
+    cache[device].store(static_cast<signed char>(supported != 0 ? device_pool_state::pools : device_pool_state::no_pools),
+                        std::memory_order_release);
+  }
+  return supported != 0;
+}
+
+/// Memory the device's current pool holds but does not use (freed by cudaFreeAsync and kept
+/// because of the raised threshold): cudaMemGetInfo counts it as taken, yet the next
+/// cudaMallocAsync gets it. 0 without pools.
+inline std::size_t pool_reserve_unused(int device) {
+  if (!device_has_memory_pools(device)) return 0;
+  cudaMemPool_t pool = nullptr;
+  check_cuda_status(cudaDeviceGetMemPool(&pool, device), "cudaDeviceGetMemPool", __FILE__, __LINE__);
+  std::uint64_t reserved = 0, used = 0;
+  check_cuda_status(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+                    "cudaMemPoolGetAttribute", __FILE__, __LINE__);
+  check_cuda_status(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used),
+                    "cudaMemPoolGetAttribute", __FILE__, __LINE__);
+  return reserved > used ? static_cast<std::size_t>(reserved - used) : 0;
+}
+
+/// Device memory of the backend's device, ordered on its stream: cudaMallocAsync/cudaFreeAsync
+/// where the device has memory pools, else cudaMalloc/cudaFree (the free then first waits for the
+/// stream, so that queued work on the memory finishes before it goes). Every call runs with the
+/// backend's device current (device_guard).
 template <>
 struct memory_ops<cuda_backend> {
   static void* allocate(cuda_backend b, std::size_t bytes) {
+    const device_guard guard(b.device);
+    check_deferred_cuda_error_fast();
+    const bool pools = device_has_memory_pools(b.device);
     void* p = nullptr;
-    const cudaError_t status = cudaMallocAsync(&p, bytes, b.stream);
+    cudaError_t status = pools ? cudaMallocAsync(&p, bytes, b.stream) : cudaMalloc(&p, bytes);
+    if (status == cudaErrorMemoryAllocation && pools) {
+      // The pool's free memory may be in pieces too small for this request: hand the unused
+      // pieces back to the OS and try once more, mapping fresh memory.
+      (void)cudaGetLastError();
+      cudaMemPool_t pool = nullptr;
+      if (cudaDeviceGetMemPool(&pool, b.device) == cudaSuccess && cudaMemPoolTrimTo(pool, 0) == cudaSuccess) {
+        status = cudaMallocAsync(&p, bytes, b.stream);
+      }
+    }
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // an allocation failure is not sticky: reset the last-error slot
       std::size_t free_bytes = 0, total_bytes = 0;
       (void)cudaMemGetInfo(&free_bytes, &total_bytes);
-      throw out_of_memory(bytes, concat("rlkernels: cannot allocate ", format_bytes(bytes),
-                                        " of device memory; free: ", format_bytes(free_bytes), " of ",
-                                        format_bytes(total_bytes)));
+      (void)cudaGetLastError();
+      throw out_of_memory(bytes, concat("rlkernels: cannot allocate ", format_bytes(bytes), " of device memory on device ",
+                                        b.device, "; free: ", format_bytes(free_bytes), " of ", format_bytes(total_bytes)));
     }
-    if (status != cudaSuccess) detail::throw_cuda_error(status, "cudaMallocAsync", __FILE__, __LINE__);
+    if (status != cudaSuccess) throw_cuda_error(status, pools ? "cudaMallocAsync" : "cudaMalloc", __FILE__, __LINE__);
+    debug_sync_after(pools ? "cudaMallocAsync" : "cudaMalloc", __FILE__, __LINE__);
     return p;
   }
-  static void deallocate(cuda_backend b, void* p) noexcept { (void)cudaFreeAsync(p, b.stream); }
-  static void zero(cuda_backend b, void* p, std::size_t bytes) { RLK_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, b.stream)); }
+  /// Cannot throw (buffers free in destructors): a failure is recorded and reported by the next
+  /// checked CUDA call (see check_deferred_cuda_error).
+  static void deallocate(cuda_backend b, void* p) noexcept {
+    const device_guard guard(b.device, std::nothrow);
+    if (guard.status() != cudaSuccess) {
+      record_deferred_cuda_error(guard.status(), "cudaSetDevice (before freeing device memory)", __FILE__, __LINE__);
+      return;
+    }
+    bool pools = false;
+    try {
+      pools = device_has_memory_pools(b.device);  // known since the allocation: a cached load
+    } catch (const cuda_error& e) {
+      record_deferred_cuda_error(e.code(), "cudaDeviceGetAttribute (before freeing device memory)", __FILE__, __LINE__);
+      return;
+    } catch (...) {
+      record_deferred_cuda_error(cudaErrorUnknown, "freeing device memory", __FILE__, __LINE__);
+      return;
+    }
+    if (pools) {
+      const cudaError_t status = cudaFreeAsync(p, b.stream);
+      if (status != cudaSuccess) record_deferred_cuda_error(status, "cudaFreeAsync", __FILE__, __LINE__);
+    } else {
+      const cudaError_t waited = cudaStreamSynchronize(b.stream);
+      if (waited != cudaSuccess) record_deferred_cuda_error(waited, "cudaStreamSynchronize (before cudaFree)", __FILE__, __LINE__);
+      const cudaError_t status = cudaFree(p);
+      if (status != cudaSuccess && status != waited) record_deferred_cuda_error(status, "cudaFree", __FILE__, __LINE__);
+    }
+  }
+  static void zero(cuda_backend b, void* p, std::size_t bytes) {
+    const device_guard guard(b.device);
+    RLK_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, b.stream));
+  }
   static void to_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
     count_host_sync(host_sync_kind::read);
+    const device_guard guard(b.device);
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, b.stream));
     RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));
   }
   static void from_host(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
     count_host_sync(host_sync_kind::write);
+    const device_guard guard(b.device);
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, b.stream));
     RLK_CUDA_CHECK(cudaStreamSynchronize(b.stream));  // the host source may go away after return
   }
   static void copy(cuda_backend b, void* dst, const void* src, std::size_t bytes) {
+    const device_guard guard(b.device);
     RLK_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, b.stream));
   }
 };
 #endif
 
 /// Upper bound on what one allocation on the backend can get: physical memory on the host (an
-/// overcommitting kernel would accept more and kill the process later), free device memory on
-/// CUDA. Returns SIZE_MAX where it cannot be told.
+/// overcommitting kernel would accept more and kill the process later); on CUDA, the free memory
+/// of the backend's device plus what its memory pool holds unused (memory that a dropped object
+/// freed and that the pool keeps for the next allocation). Returns SIZE_MAX where it cannot be told.
 inline std::size_t memory_capacity(serial_backend) {
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -186,10 +298,12 @@ inline std::size_t memory_capacity(serial_backend) {
 }
 inline std::size_t memory_capacity(openmp_backend) { return memory_capacity(serial); }
 #if RLK_HAS_CUDA
-inline std::size_t memory_capacity(cuda_backend) {
+inline std::size_t memory_capacity(cuda_backend backend) {
+  const device_guard guard(backend.device);
   std::size_t free_bytes = 0, total_bytes = 0;
   RLK_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return free_bytes;
+  const std::size_t pooled = pool_reserve_unused(backend.device);
+  return free_bytes + pooled < free_bytes ? std::size_t(-1) : free_bytes + pooled;
 }
 #endif
 
@@ -260,7 +374,12 @@ public:
       RLK_EXPECTS(size_ <= std::size_t(-1) / sizeof(T), std::length_error, "rlkernels::buffer: ", size_,
                   " elements of ", sizeof(T), " bytes overflow the address space");
       data_ = static_cast<T*>(ops::allocate(backend_, bytes()));
-      ops::zero(backend_, data_, bytes());
+      try {
+        ops::zero(backend_, data_, bytes());
+      } catch (...) {  // no destructor runs for a constructor that throws
+        ops::deallocate(backend_, std::exchange(data_, nullptr));
+        throw;
+      }
     }
   }
   /// Allocates and copies the contents of a host vector.

@@ -7,6 +7,7 @@
 #include "config.hpp"
 #include "host_sync.hpp"
 #include "memory.hpp"
+#include "thrust_call.hpp"
 
 #include <cstddef>
 #include <type_traits>
@@ -64,8 +65,11 @@ Sum deterministic_sum(const Backend& backend, std::size_t n, const Term& term, S
   count_host_sync(host_sync_kind::reduction);  // the result comes back to the host (a wait on CUDA)
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    const device_guard guard(backend.device);
     const thrust::counting_iterator<std::size_t> first(0), last(n);
-    return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, last, term, zero, combine);
+    return thrust_call("thrust::transform_reduce (rlkernels::detail::deterministic_sum)", [&] {
+      return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend.stream), first, last, term, zero, combine);
+    });
   } else
 #endif
   {
@@ -82,6 +86,7 @@ void deterministic_sum_into(const Backend& backend, std::size_t n, const Term& t
                             Sum* out) {
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    const device_guard guard(backend.device);
     const thrust::counting_iterator<std::size_t> first(0);
     std::size_t temp_bytes = 0;
     RLK_CUDA_CHECK(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, first, out, n, combine, term, zero,
@@ -91,6 +96,7 @@ void deterministic_sum_into(const Backend& backend, std::size_t n, const Term& t
         cub::DeviceReduce::TransformReduce(temp, temp_bytes, first, out, n, combine, term, zero, backend.stream);
     memory_ops<cuda_backend>::deallocate(backend, temp);
     if (status != cudaSuccess) throw_cuda_error(status, "cub::DeviceReduce::TransformReduce", __FILE__, __LINE__);
+    debug_sync_after("cub::DeviceReduce::TransformReduce", __FILE__, __LINE__);
   } else
 #endif
   {

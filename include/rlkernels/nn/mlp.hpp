@@ -13,6 +13,7 @@
 #include "init.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -102,6 +103,16 @@ namespace detail {
 /// chunk gradients are summed in chunk order, so the bits never depend on the thread count.
 inline constexpr std::size_t mlp_chunk_rows = 256;
 
+/// The largest batch of one pass: cuBLAS takes matrix dimensions as int. The host backends, which
+/// could take more, take the same, so a program behaves alike on every backend.
+inline constexpr std::size_t mlp_max_batch = std::size_t(INT_MAX);
+
+/// Throws std::invalid_argument naming `who` and the batch when it exceeds mlp_max_batch.
+inline void check_mlp_batch(std::size_t batch, const char* who) {
+  RLK_EXPECTS(batch <= mlp_max_batch, std::invalid_argument, who, ": batch of ", batch, " rows exceeds ", mlp_max_batch,
+              " (INT_MAX), the most rows one pass takes (cuBLAS takes the batch as an int)");
+}
+
 template <class T>
 RLK_HOST_DEVICE inline T activate(activation a, T z) {
   if (a == activation::tanh) return std::tanh(z);
@@ -163,12 +174,17 @@ inline const char* cublas_status_name(cublasStatus_t s) {
     default: return "unknown cuBLAS status";
   }
 }
+/// Throws rlkernels::error (file, line, cuBLAS's status) if a cuBLAS call failed; like
+/// RLK_CUDA_CHECK, first reports a failure a destructor recorded and, with RLK_CUDA_SYNC_CHECK,
+/// synchronises after the call.
 #define RLK_CUBLAS_CHECK(call)                                                                              \
   do {                                                                                                      \
+    ::rlkernels::detail::check_deferred_cuda_error_fast();                                                  \
     const cublasStatus_t rlk_status_ = (call);                                                              \
     if (rlk_status_ != CUBLAS_STATUS_SUCCESS)                                                               \
       throw ::rlkernels::error(::rlkernels::detail::concat(__FILE__, ":", __LINE__, ": ", #call, " failed: ", \
                                                            ::rlkernels::detail::cublas_status_name(rlk_status_))); \
+    ::rlkernels::detail::debug_sync_after(#call, __FILE__, __LINE__);                                       \
   } while (0)
 
 inline cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -190,32 +206,53 @@ inline cublasStatus_t gemv(cublasHandle_t h, cublasOperation_t t, int m, int n, 
   return cublasDgemv(h, t, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
-/// Owns a cuBLAS handle (move-only); created on first use, bound to a stream per call.
+/// Stands in for the handle in networks of host backends compiled by nvcc.
+struct no_cublas_handle {};
+
+/// Owns a cuBLAS handle (move-only) of one backend: created on the backend's device, bound to its
+/// stream, with atomics disallowed (deterministic reductions); destroyed with that device current.
 class cublas_handle {
  public:
   cublas_handle() = default;
-  cublas_handle(const cublas_handle&) = delete;
-  cublas_handle& operator=(const cublas_handle&) = delete;
-  cublas_handle(cublas_handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  cublas_handle& operator=(cublas_handle&& o) noexcept {
-    std::swap(h_, o.h_);
-    return *this;
-  }
-  ~cublas_handle() {
-    if (h_) cublasDestroy(h_);
-  }
-  cublasHandle_t get(cudaStream_t stream) {
-    if (!h_) {
-      RLK_CUBLAS_CHECK(cublasCreate(&h_));
+  /// @throw cuda_error if the device cannot be made current; rlkernels::error if cuBLAS fails
+  explicit cublas_handle(const cuda_backend& backend) : device_(backend.device) {
+    const device_guard guard(device_);
+    RLK_CUBLAS_CHECK(cublasCreate(&h_));
+    try {
+      RLK_CUBLAS_CHECK(cublasSetStream(h_, backend.stream));
       // Deterministic: no atomics in cuBLAS's reductions.
       RLK_CUBLAS_CHECK(cublasSetAtomicsMode(h_, CUBLAS_ATOMICS_NOT_ALLOWED));
+    } catch (...) {
+      (void)cublasDestroy(std::exchange(h_, nullptr));
+      throw;
     }
-    RLK_CUBLAS_CHECK(cublasSetStream(h_, stream));
-    return h_;
   }
+  cublas_handle(const cublas_handle&) = delete;
+  cublas_handle& operator=(const cublas_handle&) = delete;
+  cublas_handle(cublas_handle&& o) noexcept : h_(std::exchange(o.h_, nullptr)), device_(o.device_) {}
+  cublas_handle& operator=(cublas_handle&& o) noexcept {
+    std::swap(h_, o.h_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  /// A failure (only on a broken context) is recorded and reported by the next checked CUDA call.
+  ~cublas_handle() {
+    if (!h_) return;
+    const device_guard guard(device_, std::nothrow);
+    if (guard.status() != cudaSuccess) {
+      record_deferred_cuda_error(guard.status(), "cudaSetDevice (before cublasDestroy)", __FILE__, __LINE__);
+      return;
+    }
+    if (cublasDestroy(h_) != CUBLAS_STATUS_SUCCESS) {
+      record_deferred_cuda_error(cudaErrorUnknown, "cublasDestroy", __FILE__, __LINE__);
+    }
+  }
+  /// The handle; calls through it need the handle's device current (the caller's device_guard).
+  cublasHandle_t get() const noexcept { return h_; }
 
  private:
   cublasHandle_t h_ = nullptr;
+  int device_ = 0;
 };
 #endif
 
@@ -348,7 +385,12 @@ class mlp {
   /// @throw std::invalid_argument on a bad layout; out_of_memory naming the size
   mlp(Backend backend, mlp_layout layout)
       : backend_(backend), layout_(checked(backend, std::move(layout))),
-        parameters_(backend, layout_.num_parameters()), gradients_(backend, layout_.num_parameters()) {}
+        parameters_(backend, layout_.num_parameters()), gradients_(backend, layout_.num_parameters())
+#if RLK_HAS_CUDA
+        , cublas_(make_cublas(backend))
+#endif
+  {
+  }
 
   /// Takes over another network's memory (move-only: copy parameters with copy_parameters_from).
   mlp(mlp&&) noexcept = default;
@@ -454,14 +496,16 @@ class mlp {
     }
 #if RLK_HAS_CUDA
     else {
-      cublasHandle_t h = cublas_.get(backend_.stream);
+      const detail::device_guard guard(backend_.device);
+      cublasHandle_t h = cublas_.get();
+      const int rows = int(batch);  // <= INT_MAX: check_batch
       const T one = T(1), zero = T(0);
       for (std::size_t l = 0; l < layers; ++l) {
         const int in = layout_.fan_in(l), out = layout_.fan_out(l);
         const T* src = l == 0 ? x.data() : ws.outputs_[l - 1].data();
         T* dst = ws.outputs_[l].data();
         // Column-major view: Z^T [out, B] = W [out, in] (stored as W^T col-major) ^T * X^T [in, B].
-        RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, int(batch), in, &one,
+        RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one,
                                       parameters_.data() + layout_.weight_offset(l), in, src, in, &zero, dst, out));
         for_each_index(backend_, batch * std::size_t(out),
                        detail::bias_activation_kernel<T>{dst, parameters_.data() + layout_.bias_offset(l),
@@ -575,7 +619,9 @@ class mlp {
     }
 #if RLK_HAS_CUDA
     else {
-      cublasHandle_t h = cublas_.get(backend_.stream);
+      const detail::device_guard guard(backend_.device);
+      cublasHandle_t h = cublas_.get();
+      const int rows = int(batch);  // <= INT_MAX: check_batch saw it in forward (ws.batch_)
       const T one = T(1), zero = T(0), beta = accumulate ? T(1) : T(0);
       T* delta = ws.delta_a_.data();
       T* next = ws.delta_b_.data();
@@ -589,16 +635,16 @@ class mlp {
         if (parameter_gradients) {
           T* g = gradients_.data();
           // dW^T [in, out] (col-major) = X^T [in, B] * delta [B, out] (delta^T col-major [out, B], transposed).
-          RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, int(batch), &one, src, in, delta, out,
+          RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, src, in, delta, out,
                                         &beta, g + layout_.weight_offset(l), in));
           // db [out] = delta^T [out, B] * ones [B].
-          RLK_CUBLAS_CHECK(detail::gemv(h, CUBLAS_OP_N, out, int(batch), &one, delta, out, ws.ones_.data(), 1, &beta,
+          RLK_CUBLAS_CHECK(detail::gemv(h, CUBLAS_OP_N, out, rows, &one, delta, out, ws.ones_.data(), 1, &beta,
                                         g + layout_.bias_offset(l), 1));
         }
         if (l > 0 || want_input) {
           T* dst = l > 0 ? next : grad_input.data();
           // dX^T [in, B] = W^T [in, out] (W row-major is W^T col-major) * delta^T [out, B].
-          RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, in, int(batch), out, &one,
+          RLK_CUBLAS_CHECK(detail::gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one,
                                         parameters_.data() + layout_.weight_offset(l), in, delta, out, &zero, dst, in));
           if (l > 0) {
             for_each_index(backend_, batch * std::size_t(in),
@@ -618,6 +664,16 @@ class mlp {
     return layout;
   }
   static view<T> slice(buffer<T, Backend>& b, std::size_t offset, std::size_t n) { return view<T>(b.data() + offset, n); }
+#if RLK_HAS_CUDA
+  static auto make_cublas(const Backend& backend) {
+    if constexpr (std::is_same_v<Backend, cuda_backend>) {
+      return detail::cublas_handle(backend);
+    } else {
+      (void)backend;
+      return detail::no_cublas_handle{};
+    }
+  }
+#endif
 
   auto chunk_backend() const {
     if constexpr (std::is_same_v<Backend, openmp_backend>) {
@@ -634,6 +690,7 @@ class mlp {
     RLK_EXPECTS(x.data() != nullptr && x.size() > 0 && x.size() % in == 0, std::invalid_argument, who,
                 ": x must be a non-null [B, ", in, "] view with B >= 1; got ", x.size(), " elements");
     const std::size_t batch = x.size() / in;
+    detail::check_mlp_batch(batch, who);
     RLK_EXPECTS(batch <= ws.max_batch_, std::invalid_argument, who, ": batch of ", batch,
                 " rows exceeds the workspace's max_batch ", ws.max_batch_);
     RLK_EXPECTS(ws.widths_.size() == layout_.num_layers() &&
@@ -660,7 +717,9 @@ class mlp {
   buffer<T, Backend> parameters_;
   buffer<T, Backend> gradients_;
 #if RLK_HAS_CUDA
-  mutable detail::cublas_handle cublas_;
+  // Created with the network (on its device, bound to its stream), so the passes, which are const
+  // or may run concurrently on other workspaces, never create or reconfigure it.
+  std::conditional_t<std::is_same_v<Backend, cuda_backend>, detail::cublas_handle, detail::no_cublas_handle> cublas_;
 #endif
 };
 
@@ -669,8 +728,8 @@ mlp_workspace<T, Backend>::mlp_workspace(const mlp<T, Backend>& net, std::size_t
   constexpr const char* who = "rlkernels::mlp_workspace";
   const mlp_layout& layout = net.layout();
   RLK_EXPECTS(max_batch >= 1, std::invalid_argument, who, ": max_batch must be >= 1");
-  RLK_EXPECTS(max_batch <= std::size_t(1) << 31, std::invalid_argument, who, ": max_batch ", max_batch,
-              " exceeds 2^31 rows");
+  RLK_EXPECTS(max_batch <= detail::mlp_max_batch, std::invalid_argument, who, ": max_batch ", max_batch,
+              " exceeds ", detail::mlp_max_batch, " rows (INT_MAX: cuBLAS takes the batch as an int)");
   const Backend& backend = net.backend();
   detail::expect_fits(backend, bytes_required(layout, max_batch),
                       detail::concat(who, ": ", max_batch, " rows of a network with ", layout.num_parameters(),
