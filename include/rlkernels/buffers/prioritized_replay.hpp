@@ -244,7 +244,8 @@ public:
   }
 
   /// Bytes of backend memory the ring and the tree allocate (saturates at SIZE_MAX; the scratch
-  /// of update_priorities adds 8 bytes per element of the largest batch, CUDA 16 more).
+  /// of update_priorities adds 8 bytes per element of the largest batch, CUDA 32 more and the
+  /// radix sort's temporary storage).
   static std::size_t bytes_required(std::size_t capacity_steps, std::size_t num_envs, int observation_size,
                                     int action_width) {
     const std::size_t ring = storage_type::bytes_required(capacity_steps, num_envs, observation_size, action_width);
