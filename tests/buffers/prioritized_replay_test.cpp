@@ -770,3 +770,21 @@ TEST_CASE("sum_tree: large batches and fills (the grid-wide levels and the marke
     }
   }
 }
+
+#if defined(RLK_BACKEND_CUDA)
+TEST_CASE("prioritized replay: on a non-blocking stream, the same results as on the default stream", "[per][stream]") {
+  // All of a buffer's work is ordered on its backend's stream; a non-blocking stream does not
+  // synchronise with the legacy default stream, so a missing stream argument would race here.
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  const scenario_result on_stream = run_scenario(rlk::cuda_backend{stream}, 1.0);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  const scenario_result on_default = run_scenario(backend(), 1.0);
+  CHECK(on_stream.indices_a == on_default.indices_a);
+  CHECK(on_stream.indices_b == on_default.indices_b);
+  CHECK(on_stream.indices_c == on_default.indices_c);
+  CHECK(on_stream.weights_b == on_default.weights_b);
+  CHECK(on_stream.nodes == on_default.nodes);
+}
+#endif
