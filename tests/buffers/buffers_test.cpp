@@ -502,6 +502,68 @@ TEST_CASE("replay: bad arguments are rejected and change nothing", "[replay][err
   CHECK_THROWS_AS(batch_t(rlk_test::backend(), 4, kObs, -1), std::invalid_argument);
 }
 
+TEST_CASE("replay: one add and one sample never wait for the host, at any batch size and capacity", "[replay][host_sync]") {
+  REQUIRE(host_sync_counting_enabled);
+  for (const std::size_t capacity_steps : {std::size_t(4), std::size_t(300)}) {
+    for (const std::size_t batch_size : {std::size_t(1), std::size_t(64), std::size_t(5000)}) {
+      INFO("capacity_steps " << capacity_steps << ", batch " << batch_size);
+      const std::size_t N = 3;
+      replay_t rb(rlk_test::backend(), capacity_steps, N, kObs, 1);
+      batch_t batch(rlk_test::backend(), batch_size, kObs, 1);
+      add_step(rb, make_step(0, N, kFlags));
+      const step_data s = make_step(1, N, kFlags);
+      const auto obs = to_device(s.obs), next = to_device(s.next_obs), rew = to_device(s.rewards);
+      const auto act = to_device(s.actions);
+      const auto term = to_device(s.terminated), trunc = to_device(s.truncated);
+      const auto indices = to_device(std::vector<u64>(batch_size, 1));
+      reset_host_sync_counts();
+      rb.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());
+      rb.sample(7, 0, batch, 3, 0.9);
+      rb.gather_unchecked(indices.cview(), batch);
+      rb.gather_n_step_unchecked(indices.cview(), 2, 0.9, batch);
+      CHECK(host_sync_counts().total() == 0);
+      // The checked gathers return their index check to the host: one reduction each.
+      rb.gather(indices.cview(), batch);
+      rb.gather_n_step(indices.cview(), 2, 0.9, batch);
+      const host_sync_counts_t c = host_sync_counts();
+      CHECK(c.reductions == 2);
+      CHECK(c.total() == 2);
+    }
+  }
+}
+
+TEST_CASE("replay: add checks each new pointer's memory once and remembers the accepted ones", "[replay][errors]") {
+  const std::size_t N = 3;
+  replay_t rb(rlk_test::backend(), 4, N, kObs, 1);
+  const step_data s = make_step(0, N, kFlags);
+  const auto obs = to_device(s.obs), next = to_device(s.next_obs), rew = to_device(s.rewards);
+  const auto act = to_device(s.actions);
+  const auto term = to_device(s.terminated), trunc = to_device(s.truncated);
+  const auto other_rewards = to_device(s.rewards);
+  rb.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());
+  rb.add(obs.cview(), act.cview(), other_rewards.cview(), next.cview(), term.cview(), trunc.cview());  // a new pointer
+  rb.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());            // and back
+  CHECK(rb.rows_added() == 3);
+  CHECK(rb.rewards().to_host() == std::vector<double>{s.rewards[0], s.rewards[1], s.rewards[2], s.rewards[0],
+                                                      s.rewards[1], s.rewards[2], s.rewards[0], s.rewards[1],
+                                                      s.rewards[2], 0.0, 0.0, 0.0});
+  if (rlk_test::on_cuda) {
+    // Host memory in place of an accepted device pointer is still refused, naming the argument,
+    // and changes nothing; the accepted pointer still works after it.
+    const std::vector<double> host_rewards = s.rewards;
+    try {
+      rb.add(obs.cview(), act.cview(), view<const double>(host_rewards.data(), N), next.cview(), term.cview(),
+             trunc.cview());
+      FAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      CHECK_THAT(message_of(e), Catch::Contains("rewards") && Catch::Contains("device (or managed) memory"));
+    }
+    CHECK(rb.rows_added() == 3);
+    rb.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());
+    CHECK(rb.rows_added() == 4);
+  }
+}
+
 TEST_CASE("replay: bytes_required, and an absurd capacity fails before allocating", "[replay][memory]") {
   // Per slot: 2 observations of 3 doubles, 1 int32 action, a double reward, 2 flag bytes.
   CHECK(replay_t::bytes_required(10, 4, 3, 1) == 10 * 4 * (2 * 3 * 8 + 4 + 8 + 2));

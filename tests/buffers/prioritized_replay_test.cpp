@@ -632,3 +632,159 @@ TEST_CASE("prioritized replay: invalid input is rejected and changes nothing", "
   CHECK(to_host(backend(), per.tree().nodes()) == nodes);
   CHECK(per.max_priority() == max_priority);
 }
+
+TEST_CASE("prioritized replay: add, sample and a deferred priority update never wait for the host", "[per][host_sync]") {
+  REQUIRE(rlk::host_sync_counting_enabled);
+  // The counts must not depend on the batch size or the capacity.
+  for (const std::size_t capacity_steps : {std::size_t(3), std::size_t(2000)}) {
+    for (const std::size_t b : {std::size_t(1), std::size_t(256), std::size_t(10000)}) {
+      INFO("capacity_steps " << capacity_steps << ", batch " << b);
+      const std::size_t n = 5;
+      per_of<backend_t> per(backend(), capacity_steps, n, obs_size, 1);
+      batch_of<backend_t> batch(backend(), b, obs_size, 1);
+      add_row(per, backend(), 0);
+      const host_row r = make_row(1, n);
+      rlk::buffer<float, backend_t> obs(backend(), r.obs), rew(backend(), r.rewards), next(backend(), r.next);
+      rlk::buffer<std::int32_t, backend_t> act(backend(), r.actions);
+      rlk::buffer<std::uint8_t, backend_t> term(backend(), r.terminated), trunc(backend(), r.truncated);
+      std::vector<float> td(b);
+      for (std::size_t k = 0; k < b; ++k) td[k] = float(k % 13) * 0.5f - 3.0f;
+      rlk::buffer<float, backend_t> td_dev(backend(), td);
+
+      rlk::reset_host_sync_counts();
+      per.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());
+      per.sample(3, 0, batch, 0.5f, 3, 0.9f);
+      per.update_priorities_deferred(batch.indices.cview(), td_dev.cview());
+      CHECK(rlk::host_sync_counts().total() == 0);
+      per.check_priority_updates();  // reads the validation record
+      CHECK(rlk::host_sync_counts().reads == 1);
+      CHECK(rlk::host_sync_counts().total() == 1);
+
+      // The checked form: one read; max_priority() reads once after an update, then not again.
+      rlk::reset_host_sync_counts();
+      per.add(obs.cview(), act.cview(), rew.cview(), next.cview(), term.cview(), trunc.cview());
+      per.sample(3, 1, batch, 0.5f);
+      per.update_priorities(batch.indices.cview(), td_dev.cview());
+      CHECK(rlk::host_sync_counts().total() == 1);
+      CHECK(per.max_priority() == 3.0 + 1e-6);
+      CHECK(per.max_priority() == 3.0 + 1e-6);
+      CHECK(rlk::host_sync_counts().reads == 2);
+      CHECK(rlk::host_sync_counts().total() == 2);
+    }
+  }
+}
+
+TEST_CASE("sum_tree: set and find_prefix_sum wait once (their checks); the unchecked forms never", "[sum_tree][host_sync]") {
+  REQUIRE(rlk::host_sync_counting_enabled);
+  for (const std::size_t capacity : {std::size_t(7), std::size_t(100000)}) {
+    for (const std::size_t b : {std::size_t(3), std::size_t(20000)}) {
+      INFO("capacity " << capacity << ", batch " << b);
+      rlk::sum_tree<backend_t> tree(backend(), capacity);
+      std::vector<u64> idx(b);
+      std::vector<double> val(b), targets(b);
+      for (std::size_t k = 0; k < b; ++k) {
+        idx[k] = (k * 7919) % capacity;
+        val[k] = 0.5 + double(k % 11);
+        targets[k] = double(k);
+      }
+      rlk::buffer<u64, backend_t> i(backend(), idx), out(backend(), b);
+      rlk::buffer<double, backend_t> v(backend(), val), t(backend(), targets);
+      rlk::reset_host_sync_counts();
+      tree.set_unchecked(i.cview(), v.cview());
+      tree.fill(0, capacity / 2, 2.0);
+      tree.find_prefix_sum_unchecked(t.cview(), out.view());
+      CHECK(rlk::host_sync_counts().total() == 0);
+      tree.set(i.cview(), v.cview());
+      CHECK(rlk::host_sync_counts().total() == 1);
+      tree.find_prefix_sum(t.cview(), out.view());
+      CHECK(rlk::host_sync_counts().total() == 2);
+    }
+  }
+}
+
+TEST_CASE("prioritized replay: deferred validation skips a rejected batch and reports it at the check", "[per][errors]") {
+  const float fnan = std::numeric_limits<float>::quiet_NaN(), finf = std::numeric_limits<float>::infinity();
+  per_of<backend_t> per(backend(), 4, 2, obs_size, 1), same(backend(), 4, 2, obs_size, 1);
+  for (per_of<backend_t>* p : {&per, &same}) {
+    add_row(*p, backend(), 0);
+    add_row(*p, backend(), 1);
+    update(*p, backend(), {0, 1, 2, 3}, {0.5f, 1.5f, -2.0f, 0.0f});
+  }
+  const std::vector<double> nodes = to_host(backend(), per.tree().nodes());
+  const auto deferred = [&](const std::vector<u64>& indices, const std::vector<float>& td) {
+    rlk::buffer<u64, backend_t> i(backend(), indices);
+    rlk::buffer<float, backend_t> t(backend(), td);
+    per.update_priorities_deferred(i.cview(), t.cview());
+    rlk::synchronize(backend());  // the inputs go out of scope
+  };
+  per.check_priority_updates();  // nothing recorded yet
+  deferred({0, 1, 2}, {9.0f, 9.0f, fnan});
+  CHECK(to_host(backend(), per.tree().nodes()) == nodes);  // skipped on the backend
+  CHECK(per.max_priority() == 2.0 + 1e-6);
+  deferred({0, 4, 1}, {9.0f, 9.0f, 9.0f});  // a second rejected batch: the first error is kept
+  CHECK(to_host(backend(), per.tree().nodes()) == nodes);
+  deferred({3, 1}, {-3.0f, 0.25f});         // a valid batch is applied
+  update(same, backend(), {3, 1}, {-3.0f, 0.25f});
+  CHECK(to_host(backend(), per.tree().nodes()) == to_host(backend(), same.tree().nodes()));
+  CHECK(per.max_priority() == 3.0 + 1e-6);
+  CHECK_THROWS_WITH(per.check_priority_updates(), Catch::Contains("td_errors[2] = nan is not finite"));
+  CHECK_NOTHROW(per.check_priority_updates());  // reported once
+  deferred({0, 4, 1}, {9.0f, finf, 9.0f});
+  CHECK_THROWS_WITH(per.check_priority_updates(), Catch::Contains("indices[1] = 4 is not a stored slot (size 4)"));
+  deferred({0, 1}, {9.0f, finf});
+  CHECK_THROWS_WITH(per.check_priority_updates(), Catch::Contains("td_errors[1] = inf is not finite"));
+  CHECK(to_host(backend(), per.tree().nodes()) == to_host(backend(), same.tree().nodes()));
+  CHECK(per.max_priority() == 3.0 + 1e-6);
+  // Sizes and null views are host facts: rejected at once.
+  rlk::buffer<u64, backend_t> two(backend(), 2);
+  rlk::buffer<float, backend_t> three(backend(), 3);
+  CHECK_THROWS_AS(per.update_priorities_deferred(two.cview(), three.cview()), std::invalid_argument);
+  CHECK_NOTHROW(per.check_priority_updates());
+}
+
+TEST_CASE("sum_tree: large batches and fills (the grid-wide levels and the marked top) equal a fresh build", "[sum_tree]") {
+  // Batches above 8192 elements and fills above 8192 leaves take the multi-launch paths on CUDA;
+  // the small tree has fewer nodes than one block's width.
+  for (const std::size_t capacity : {std::size_t(1), std::size_t(1500), std::size_t(100000)}) {
+    INFO("capacity " << capacity);
+    rlk::sum_tree<backend_t> tree(backend(), capacity);
+    std::size_t leaf_count = 1;
+    while (leaf_count < capacity) leaf_count <<= 1;
+    std::vector<double> ref(capacity, 0.0);
+    std::mt19937_64 gen(77 + capacity);
+    for (int round = 0; round < 3; ++round) {
+      const std::size_t b = 9000 + gen() % 20000;
+      std::vector<u64> idx(b);
+      std::vector<double> val(b);
+      for (std::size_t k = 0; k < b; ++k) {
+        idx[k] = gen() % capacity;
+        val[k] = double(gen() % 100000) * 0.001;
+      }
+      set_all(tree, idx, val);
+      for (std::size_t k = 0; k < b; ++k) ref[idx[k]] = val[k];
+      REQUIRE(to_host(backend(), tree.nodes()) == reference_nodes(ref, leaf_count));
+      const std::size_t first = gen() % capacity, count = std::min(capacity - first, std::size_t(9000 + gen() % 40000));
+      tree.fill(first, count, 0.75 * double(round + 1));
+      for (std::size_t i = first; i < first + count; ++i) ref[i] = 0.75 * double(round + 1);
+      REQUIRE(to_host(backend(), tree.nodes()) == reference_nodes(ref, leaf_count));
+    }
+  }
+}
+
+#if defined(RLK_BACKEND_CUDA)
+TEST_CASE("prioritized replay: on a non-blocking stream, the same results as on the default stream", "[per][stream]") {
+  // All of a buffer's work is ordered on its backend's stream; a non-blocking stream does not
+  // synchronise with the legacy default stream, so a missing stream argument would race here.
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  const scenario_result on_stream = run_scenario(rlk::cuda_backend{stream}, 1.0);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  const scenario_result on_default = run_scenario(backend(), 1.0);
+  CHECK(on_stream.indices_a == on_default.indices_a);
+  CHECK(on_stream.indices_b == on_default.indices_b);
+  CHECK(on_stream.indices_c == on_default.indices_c);
+  CHECK(on_stream.weights_b == on_default.weights_b);
+  CHECK(on_stream.nodes == on_default.nodes);
+}
+#endif

@@ -9,6 +9,7 @@
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
+#include "../core/reduce.hpp"
 #include "replay_buffer.hpp"
 #include "sum_tree.hpp"
 
@@ -19,13 +20,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-
-#if RLK_HAS_CUDA
-#include <thrust/functional.h>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/system/cuda/execution_policy.h>
-#include <thrust/transform_reduce.h>
-#endif
 
 namespace rlkernels {
 
@@ -73,14 +67,29 @@ struct per_sampled_leaf {
   RLK_HOST_DEVICE double operator()(std::size_t k) const { return leaves[indices[k]]; }
 };
 
-/// weights[k] = (p_min / p_k)^beta, which equals (size P(k))^-beta / max_j (size P(j))^-beta.
+/// The smaller of two leaves (an exact, order-free reduction).
+struct per_min_leaf {
+  RLK_HOST_DEVICE double operator()(double a, double b) const { return a < b ? a : b; }
+};
+
+/// weights[k] = (p_min / p_k)^beta, which equals (size P(k))^-beta / max_j (size P(j))^-beta;
+/// p_min is read from backend memory (the batch minimum a reduction left there).
 template <class Scalar>
 struct per_weight_kernel {
   per_sampled_leaf leaf;
-  double p_min;
+  const double* p_min;
   double beta;
   Scalar* weights;
-  RLK_HOST_DEVICE void operator()(std::size_t k) const { weights[k] = Scalar(std::pow(p_min / leaf(k), beta)); }
+  RLK_HOST_DEVICE void operator()(std::size_t k) const { weights[k] = Scalar(std::pow(*p_min / leaf(k), beta)); }
+};
+
+/// The leaf of a new transition, priority_leaf(max priority), evaluated where the leaves are
+/// written (the max priority stays in backend memory).
+struct per_new_leaf {
+  const double* max_priority;
+  double alpha;
+  double max_value;
+  RLK_HOST_DEVICE double operator()() const { return priority_leaf(*max_priority, alpha, max_value); }
 };
 
 /// values[k] = priority_leaf(|td_errors[k]| + epsilon).
@@ -123,13 +132,49 @@ struct per_combine_check {
   }
 };
 
-/// One element of backend memory, copied to the host.
-template <class Backend, class T>
-std::remove_const_t<T> read_element(const Backend& backend, T* p) {
-  std::remove_const_t<T> out{};
-  memory_ops<Backend>::to_host(backend, &out, p, sizeof(T));
-  return out;
-}
+/// The first rejected update_priorities batch since the last check_priority_updates(), kept in
+/// backend memory. kind: 0 none, 1 an index that was not a stored slot, 2 a TD error that was
+/// NaN or infinite.
+struct per_update_error {
+  std::uint64_t kind;
+  std::uint64_t position;  // in the batch
+  std::uint64_t index;     // indices[position]
+  std::uint64_t size;      // size() at the call
+  double td_error;         // td_errors[position]
+};
+
+/// After the check reduction of an update batch (one thread): an accepted batch raises the max
+/// priority to max |td| + epsilon and clears the skip flag; a rejected one sets the flag (the
+/// tree update that follows does nothing) and is recorded unless an earlier error still is.
+template <class Scalar>
+struct per_commit_update {
+  const per_update_check* check;
+  const std::uint64_t* indices;
+  const Scalar* td_errors;
+  std::size_t n;
+  std::uint64_t size;
+  double epsilon;
+  double* max_priority;
+  std::uint32_t* skip;
+  per_update_error* error;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const per_update_check c = *check;
+    if (c.first_bad == n) {
+      const double largest = c.max_abs + epsilon;
+      if (largest > *max_priority) *max_priority = largest;
+      *skip = 0;
+      return;
+    }
+    *skip = 1;
+    if (error->kind != 0) return;
+    const std::uint64_t index = indices[c.first_bad];
+    error->kind = index < size ? 2 : 1;
+    error->position = c.first_bad;
+    error->index = index;
+    error->size = size;
+    error->td_error = double(td_errors[c.first_bad]);
+  }
+};
 
 }  // namespace detail
 
@@ -156,6 +201,14 @@ std::remove_const_t<T> read_element(const Backend& backend, T* p) {
 ///
 /// A slot overwritten between a sample and its update_priorities receives the priority computed
 /// for the old transition, as in the usual implementations.
+///
+/// Streams and host waits: all work is queued on the stream of the backend the buffer was made
+/// with, and the largest priority lives in backend memory, so add(), sample() and
+/// update_priorities_deferred() never wait for the host (on CUDA: no round trip per step or
+/// update). update_priorities() and check_priority_updates() read one validation record (one
+/// host wait); max_priority() reads the value when an update may have changed it. Results left
+/// in backend memory (the batch, the tree, max_priority_view()) are valid once the stream has
+/// reached them. Not for concurrent calls from several host threads on one buffer.
 ///
 /// @tparam Scalar float or double
 /// @tparam Action std::int32_t (discrete actions) or Scalar (continuous actions)
@@ -185,10 +238,14 @@ public:
                             int action_width, prioritized_replay_params params = {})
       : params_(checked(backend, capacity_steps, num_envs, observation_size, action_width, params)),
         storage_(backend, capacity_steps, num_envs, observation_size, action_width),
-        tree_(backend, capacity_steps * num_envs), scratch_(backend, 0) {}
+        tree_(backend, capacity_steps * num_envs), scratch_(backend, 0), max_priority_dev_(backend, 1),
+        min_leaf_(backend, 1), check_(backend, 1), skip_(backend, 1), error_(backend, 1) {
+    for_each_index(backend, 1, detail::fill_value_kernel<double>{max_priority_dev_.data(), max_priority_});
+  }
 
   /// Bytes of backend memory the ring and the tree allocate (saturates at SIZE_MAX; the scratch
-  /// of update_priorities adds 8 bytes per element of the largest batch, CUDA 16 more).
+  /// of update_priorities adds 8 bytes per element of the largest batch, CUDA 32 more and the
+  /// radix sort's temporary storage).
   static std::size_t bytes_required(std::size_t capacity_steps, std::size_t num_envs, int observation_size,
                                     int action_width) {
     const std::size_t ring = storage_type::bytes_required(capacity_steps, num_envs, observation_size, action_width);
@@ -201,7 +258,8 @@ public:
   }
 
   /// @brief Appends one vec_env step of N transitions (see replay_buffer::add) and gives them the
-  /// largest priority seen so far: their leaves become max_priority()^alpha.
+  /// largest priority seen so far: their leaves become max_priority()^alpha, computed on the
+  /// backend from the value there (no host wait).
   /// @throw std::invalid_argument as replay_buffer::add; nothing changes then
   void add(view<const Scalar> observations, view<const Action> actions, view<const Scalar> rewards,
            view<const Scalar> next_observations, view<const std::uint8_t> terminated,
@@ -223,8 +281,8 @@ public:
   /// @brief Draws batch.size() slots with probability P(i) (stratified; see sample_indices()) into
   /// batch.indices, gathers their n-step transitions (replay_buffer::gather_n_step; n = 1 gives
   /// plain transitions with discounts = gamma) and writes the importance weights (see the class
-  /// comment) into batch.weights. On CUDA it waits for the stream once (the batch's smallest
-  /// priority).
+  /// comment) into batch.weights. The batch's smallest priority is reduced into backend memory
+  /// and read there by the weight kernel: no host wait.
   /// @param seed key of the sampler
   /// @param draw counter of the batch: use a new one (e.g. the training step) for every batch
   /// @param batch output of B samples with this buffer's observation_size and action_width
@@ -252,8 +310,10 @@ public:
     sample_indices_unchecked(seed, draw, batch.indices.view());
     storage_.gather_n_step_unchecked(batch.indices.cview(), n, gamma, batch);
     const detail::per_sampled_leaf leaf{tree_.leaves().data(), batch.indices.data()};
-    for_each_index(backend(), b,
-                   detail::per_weight_kernel<Scalar>{leaf, min_leaf(leaf, b), double(beta), batch.weights.data()});
+    double host_min = DBL_MAX;  // host backends: a local, so that const calls stay independent
+    double* p_min = is_host_backend_v<Backend> ? &host_min : min_leaf_.data();
+    detail::deterministic_sum_into(backend(), b, leaf, DBL_MAX, detail::per_min_leaf{}, p_min);
+    for_each_index(backend(), b, detail::per_weight_kernel<Scalar>{leaf, p_min, double(beta), batch.weights.data()});
   }
 
   /// sample() of 1-step transitions (gamma 0.99) with the buffer's beta (params().beta, see
@@ -276,12 +336,27 @@ public:
 
   /// @brief Sets the priority of slot indices[k] to |td_errors[k]| + epsilon (its leaf to that
   /// ^alpha) and raises max_priority() to the largest of them. Where a slot occurs several times,
-  /// the last occurrence wins. On CUDA the check waits for the stream.
+  /// the last occurrence wins. update_priorities_deferred() then check_priority_updates(): one
+  /// host wait (the validation record), on every backend.
   /// @param indices [B] slots in [0, size()), in backend memory (usually batch.indices)
   /// @param td_errors [B] TD errors, in backend memory; finite
   /// @throw std::invalid_argument if the sizes differ, a view is null, an index is >= size() or a
-  ///        TD error is NaN or infinite (naming the first offender); nothing changes then
+  ///        TD error is NaN or infinite (naming the first offender); nothing changes then. It also
+  ///        reports an error that an earlier update_priorities_deferred() recorded and no check
+  ///        has reported yet (this batch, if valid, is applied then).
   void update_priorities(view<const std::uint64_t> indices, view<const Scalar> td_errors) {
+    update_priorities_deferred(indices, td_errors);
+    check_priority_updates();
+  }
+
+  /// @brief update_priorities() with the validation on the backend and its result kept there: no
+  /// host wait. The batch is checked by a reduction queued on the stream; a valid batch is
+  /// applied, a rejected one (an index >= size(), a NaN or infinite TD error) changes nothing and
+  /// is recorded in backend memory (the first such batch since the last check). Call
+  /// check_priority_updates() where the error should surface (e.g. once per training iteration):
+  /// it throws the same std::invalid_argument that update_priorities() would have.
+  /// @throw std::invalid_argument at once if the sizes differ or a view is null (host-side checks)
+  void update_priorities_deferred(view<const std::uint64_t> indices, view<const Scalar> td_errors) {
     constexpr const char* who = "rlkernels::prioritized_replay_buffer::update_priorities";
     const std::size_t n = indices.size();
     RLK_EXPECTS(td_errors.size() == n, std::invalid_argument, who, ": td_errors has ", td_errors.size(),
@@ -289,22 +364,39 @@ public:
     if (n == 0) return;
     RLK_EXPECTS(indices.data() != nullptr && td_errors.data() != nullptr, std::invalid_argument, who,
                 ": null view");
-    const detail::per_update_check check = check_update(indices, td_errors);
-    if (check.first_bad != n) {
-      const std::uint64_t index = detail::read_element(backend(), indices.data() + check.first_bad);
-      RLK_EXPECTS(index < size(), std::invalid_argument, who, ": indices[", check.first_bad, "] = ", index,
-                  " is not a stored slot (size ", size(), ")");
-      throw std::invalid_argument(detail::concat(who, ": td_errors[", check.first_bad, "] = ",
-                                                 detail::read_element(backend(), td_errors.data() + check.first_bad),
-                                                 " is not finite"));
-    }
     if (scratch_.size() < n) scratch_ = buffer<double, Backend>(backend(), n);
+    apply_loaded_max_priority();
+    const detail::per_check_update<Scalar> map{indices.data(), td_errors.data(), std::uint64_t(size()), n};
+    detail::deterministic_sum_into(backend(), n, map, detail::per_update_check{n, 0.0}, detail::per_combine_check{},
+                                   check_.data());
+    for_each_index(backend(), 1,
+                   detail::per_commit_update<Scalar>{check_.data(), indices.data(), td_errors.data(), n,
+                                                     std::uint64_t(size()), params_.epsilon,
+                                                     max_priority_dev_.data(), skip_.data(), error_.data()});
     for_each_index(backend(), n,
                    detail::per_priority_kernel<Scalar>{td_errors.data(), params_.epsilon, params_.alpha,
                                                        tree_.max_value(), scratch_.data()});
-    tree_.set_unchecked(indices, scratch_.cview().subview(0, n));
-    const double largest = check.max_abs + params_.epsilon;
-    if (largest > max_priority_) max_priority_ = largest;
+    tree_.set_unchecked(indices, scratch_.cview().subview(0, n), skip_.data());
+    backend_ahead_ = true;
+  }
+
+  /// @brief Reports the first batch that update_priorities_deferred() rejected since the last
+  /// check (one host read of the record in backend memory, which waits for the stream on CUDA),
+  /// and clears it. Priorities are unaffected by a rejected batch.
+  /// @throw std::invalid_argument naming the batch position and the offending index or TD error,
+  ///        as update_priorities() does
+  void check_priority_updates() {
+    constexpr const char* who = "rlkernels::prioritized_replay_buffer::update_priorities";
+    detail::per_update_error e{};
+    detail::memory_ops<Backend>::to_host(backend(), &e, error_.data(), sizeof(e));
+    if (e.kind == 0) return;
+    error_.zero();
+    if (e.kind == 1) {
+      throw std::invalid_argument(detail::concat(who, ": indices[", e.position, "] = ", e.index,
+                                                 " is not a stored slot (size ", e.size, ")"));
+    }
+    throw std::invalid_argument(detail::concat(who, ": td_errors[", e.position, "] = ", Scalar(e.td_error),
+                                               " is not finite"));
   }
 
   /// @brief Sets the beta that sample() uses when none is given (for annealing).
@@ -317,8 +409,20 @@ public:
 
   /// The parameters (alpha, the default beta, epsilon).
   const prioritized_replay_params& params() const noexcept { return params_; }
-  /// The largest priority |td| + epsilon seen so far (1 before any update): new transitions get it.
-  double max_priority() const noexcept { return max_priority_; }
+  /// @brief The largest priority |td| + epsilon seen so far (1 before any update): new
+  /// transitions get it. Reads it from backend memory (one host wait) when an update may have
+  /// changed it since the last read; max_priority_view() is the form without a wait.
+  double max_priority() const {
+    if (max_priority_ == max_priority_seen_ && backend_ahead_) {
+      detail::memory_ops<Backend>::to_host(backend(), &max_priority_, max_priority_dev_.data(), sizeof(double));
+      max_priority_seen_ = max_priority_;
+      backend_ahead_ = false;
+    }
+    return max_priority_;
+  }
+  /// The largest priority in backend memory (one double), valid once the stream has reached the
+  /// work queued before: the device form of max_priority().
+  view<const double> max_priority_view() const noexcept { return max_priority_dev_.cview(); }
   /// The transition ring (read-only: add through this class so that priorities follow).
   const storage_type& storage() const noexcept { return storage_; }
   /// The sum tree of priority^alpha, one leaf per slot.
@@ -334,9 +438,14 @@ public:
   /// bind_value / bind_constant): the ring under `prefix` + "storage/" (replay_buffer's names),
   /// the tree under `prefix` + "tree/", and the values `prefix` + "max_priority" (checked finite
   /// and > 0) and "beta" (set_beta() changes it; checked in [0, 1]). alpha and epsilon come from
-  /// the constructor.
+  /// the constructor. The max priority is a host value bound as it is at this call (read from
+  /// backend memory if an update changed it: one host wait) and copied to backend memory by the
+  /// next add or update after a load, so bind afresh right before each save or load (as the
+  /// trainers do).
   template <class Checkpoint>
   void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
+    apply_loaded_max_priority();
+    (void)max_priority();  // the host value is current now
     storage_.bind_checkpoint(c, prefix + "storage/");
     tree_.bind_checkpoint(c, prefix + "tree/");
     c.bind_value(prefix + "max_priority", max_priority_, [](const double& p) {
@@ -371,7 +480,21 @@ private:
 
   void set_new_row(std::size_t row) {
     const std::size_t n = storage_.num_envs();
-    tree_.fill(row * n, n, detail::priority_leaf(max_priority_, params_.alpha, tree_.max_value()));
+    apply_loaded_max_priority();
+    tree_.fill_computed(row * n, n, detail::per_new_leaf{max_priority_dev_.data(), params_.alpha, tree_.max_value()});
+  }
+
+  /// Copies the host max priority to backend memory (one counted write).
+  void upload_max_priority() {
+    detail::memory_ops<Backend>::from_host(backend(), max_priority_dev_.data(), &max_priority_, sizeof(double));
+    max_priority_seen_ = max_priority_;
+    backend_ahead_ = false;
+  }
+
+  /// A checkpoint load writes the host max priority (bound by bind_checkpoint); the loaded value
+  /// wins over the one in backend memory. Free when nothing was loaded.
+  void apply_loaded_max_priority() {
+    if (max_priority_ != max_priority_seen_) upload_max_priority();
   }
 
   void sample_indices_unchecked(std::uint64_t seed, std::uint64_t draw, view<std::uint64_t> indices) const {
@@ -380,45 +503,22 @@ private:
                                              indices.data()});
   }
 
-  /// The smallest sampled leaf (a min reduction; on CUDA it waits for the result).
-  double min_leaf(const detail::per_sampled_leaf& leaf, std::size_t b) const {
-#if RLK_HAS_CUDA
-    if constexpr (std::is_same_v<Backend, cuda_backend>) {
-      return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend().stream),
-                                      thrust::counting_iterator<std::size_t>(0), thrust::counting_iterator<std::size_t>(b),
-                                      leaf, DBL_MAX, thrust::minimum<double>());
-    } else
-#endif
-    {
-      double m = DBL_MAX;
-      for (std::size_t k = 0; k < b; ++k) m = leaf(k) < m ? leaf(k) : m;
-      return m;
-    }
-  }
-
-  detail::per_update_check check_update(view<const std::uint64_t> indices, view<const Scalar> td_errors) const {
-    const std::size_t n = indices.size();
-    const detail::per_check_update<Scalar> map{indices.data(), td_errors.data(), std::uint64_t(size()), n};
-    const detail::per_update_check none{n, 0.0};
-#if RLK_HAS_CUDA
-    if constexpr (std::is_same_v<Backend, cuda_backend>) {
-      return thrust::transform_reduce(thrust::cuda::par_nosync.on(backend().stream),
-                                      thrust::counting_iterator<std::size_t>(0), thrust::counting_iterator<std::size_t>(n),
-                                      map, none, detail::per_combine_check{});
-    } else
-#endif
-    {
-      detail::per_update_check acc = none;
-      for (std::size_t k = 0; k < n; ++k) acc = detail::per_combine_check{}(acc, map(k));
-      return acc;
-    }
-  }
-
   prioritized_replay_params params_;
   storage_type storage_;
   sum_tree<Backend> tree_;
   buffer<double, Backend> scratch_;  // [largest update batch] leaf values of update_priorities
-  double max_priority_ = 1.0;
+  // Backend memory: the largest priority and the scratch of sample and update_priorities.
+  buffer<double, Backend> max_priority_dev_;                // [1] what new transitions get
+  mutable buffer<double, Backend> min_leaf_;                // [1] the batch minimum of sample (CUDA)
+  buffer<detail::per_update_check, Backend> check_;         // [1] the check reduction of an update
+  buffer<std::uint32_t, Backend> skip_;                     // [1] 1: the current update was rejected
+  buffer<detail::per_update_error, Backend> error_;         // [1] the first rejected update since a check
+  // The host copy of the largest priority (bound to checkpoints). max_priority_seen_ is the value
+  // it had when the host and the backend last agreed: a difference means a checkpoint load wrote
+  // it; backend_ahead_ means an update may have raised the backend's value since.
+  mutable double max_priority_ = 1.0;
+  mutable double max_priority_seen_ = 1.0;
+  mutable bool backend_ahead_ = false;
 };
 
 }  // namespace rlkernels

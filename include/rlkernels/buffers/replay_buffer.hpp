@@ -9,6 +9,7 @@
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
+#include "../core/reduce.hpp"
 #include "common.hpp"
 
 #include <cmath>
@@ -17,13 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-
-#include <thrust/functional.h>
-#include <thrust/reduce.h>
-#include <thrust/system/cpp/execution_policy.h>
-#if RLK_HAS_CUDA
-#include <thrust/system/cuda/execution_policy.h>
-#endif
 
 namespace rlkernels {
 
@@ -227,21 +221,23 @@ struct gather_kernel {
   }
 };
 
-/// Largest element of a device array of indices (0 if empty), with Thrust (CPP on the host, CUB on
-/// CUDA, which waits for the result).
+/// indices[i], as a reduction term.
+struct index_term {
+  const std::uint64_t* indices;
+  RLK_HOST_DEVICE std::uint64_t operator()(std::size_t i) const { return indices[i]; }
+};
+
+/// The larger of two indices (an exact, order-free reduction).
+struct max_index_combine {
+  RLK_HOST_DEVICE std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return a > b ? a : b; }
+};
+
+/// Largest element of an array of indices in backend memory (0 if empty), returned to the host:
+/// a deterministic_sum, one host wait on every backend (counted as a reduction).
 template <class Backend>
 std::uint64_t max_index(const Backend& backend, const std::uint64_t* data, std::size_t n) {
   if (n == 0) return 0;
-#if RLK_HAS_CUDA
-  if constexpr (std::is_same_v<Backend, cuda_backend>) {
-    return thrust::reduce(thrust::cuda::par_nosync.on(backend.stream), data, data + n, std::uint64_t(0),
-                          thrust::maximum<std::uint64_t>());
-  } else
-#endif
-  {
-    (void)backend;
-    return thrust::reduce(thrust::cpp::par, data, data + n, std::uint64_t(0), thrust::maximum<std::uint64_t>());
-  }
+  return deterministic_sum(backend, n, index_term{data}, std::uint64_t(0), max_index_combine{});
 }
 
 }  // namespace detail
@@ -325,12 +321,12 @@ public:
            view<const Scalar> next_observations, view<const std::uint8_t> terminated,
            view<const std::uint8_t> truncated) {
     const std::size_t n = num_envs_, obs = n * std::size_t(observation_size_), width = n * std::size_t(action_width_);
-    check_input(observations.size(), obs, observations.data(), "observations");
-    check_input(actions.size(), width, actions.data(), "actions");
-    check_input(rewards.size(), n, rewards.data(), "rewards");
-    check_input(next_observations.size(), obs, next_observations.data(), "next_observations");
-    check_input(terminated.size(), n, terminated.data(), "terminated");
-    check_input(truncated.size(), n, truncated.data(), "truncated");
+    check_input(observations.size(), obs, observations.data(), "observations", 0);
+    check_input(actions.size(), width, actions.data(), "actions", 1);
+    check_input(rewards.size(), n, rewards.data(), "rewards", 2);
+    check_input(next_observations.size(), obs, next_observations.data(), "next_observations", 3);
+    check_input(terminated.size(), n, terminated.data(), "terminated", 4);
+    check_input(truncated.size(), n, truncated.data(), "truncated", 5);
     const std::size_t row = head_row_;
     copy(backend_, observations, observations_.view().subview(row * obs, obs));
     copy(backend_, actions, actions_.view().subview(row * width, width));
@@ -415,7 +411,7 @@ public:
   /// @param indices [B] slots in [0, size()), in backend memory (may be batch.indices itself)
   /// @param batch output of B samples with this buffer's observation_size and action_width
   /// @throw std::invalid_argument on a size or shape mismatch, a null view, an empty buffer or an
-  ///        index >= size() (checked with a reduction; on CUDA this waits for the result); the batch
+  ///        index >= size() (checked with a reduction returned to the host: one host wait, counted); the batch
   ///        is then unchanged
   void gather(view<const std::uint64_t> indices, batch_type& batch) const {
     check_gather(indices, batch, "gather");
@@ -501,11 +497,17 @@ private:
     return backend;
   }
 
-  void check_input(std::size_t size, std::size_t want, const void* data, const char* name) const {
+  /// Checks one input of add (argument number `arg`): size, not null, and in the backend's
+  /// memory. The memory check (cudaPointerGetAttributes on CUDA) runs once per pointer: the last
+  /// pointer accepted for each argument is remembered, and the same pointer again (an env's
+  /// arrays, a trainer's staging buffer: the same every step) is not asked about again.
+  void check_input(std::size_t size, std::size_t want, const void* data, const char* name, int arg) {
     RLK_EXPECTS(size == want, std::invalid_argument, "rlkernels::replay_buffer::add: ", name, " has ", size,
                 " elements, expected ", want, " (num_envs ", num_envs_, ")");
     RLK_EXPECTS(data != nullptr, std::invalid_argument, "rlkernels::replay_buffer::add: ", name, " is a null view");
+    if (data == accepted_[arg]) return;
     detail::expect_backend_memory(backend_, data, "rlkernels::replay_buffer::add", name);
+    accepted_[arg] = data;
   }
 
   static void check_n_step(int n, Scalar gamma, const char* fn) {
@@ -558,6 +560,7 @@ private:
   buffer<Scalar, Backend> next_observations_;
   buffer<std::uint8_t, Backend> terminated_;
   buffer<std::uint8_t, Backend> truncated_;
+  const void* accepted_[6] = {};  // per input of add: the last pointer the memory check accepted
 };
 
 }  // namespace rlkernels

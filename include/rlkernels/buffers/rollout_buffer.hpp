@@ -22,8 +22,7 @@
 #include <vector>
 
 #if RLK_HAS_CUDA
-#include <thrust/sort.h>
-#include <thrust/system/cuda/execution_policy.h>
+#include <cub/device/device_radix_sort.cuh>
 #endif
 
 namespace rlkernels {
@@ -59,14 +58,40 @@ struct key_less {
 
 /// Sorts `values` by `keys` with a stable sort (ties, which need two equal 64-bit keys, keep the
 /// order of `values`), so the result is the same on every backend: CUB's radix sort on the CUDA
-/// stream; std::stable_sort of (key, value) pairs on the host. Not Thrust's CPP system there:
-/// its sequential sorts bind a reference through a null execution-policy pointer in their
-/// temporary buffers, which UBSan reports (the sanitizer build would fail).
+/// stream, its scratch (the other half of each array and CUB's temporary storage) allocated and
+/// freed in stream order, so the host never waits (Thrust's sort would cudaMalloc and cudaFree,
+/// and cudaFree waits for the device); std::stable_sort of (key, value) pairs on the host. Not
+/// Thrust's CPP system there: its sequential sorts bind a reference through a null
+/// execution-policy pointer in their temporary buffers, which UBSan reports.
 template <class Backend>
 void stable_sort_by_key(const Backend& backend, std::uint64_t* keys, std::uint64_t* values, std::size_t n) {
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
-    thrust::stable_sort_by_key(thrust::cuda::par_nosync.on(backend.stream), keys, keys + n, values);
+    if (n == 0) return;
+    using ops = memory_ops<cuda_backend>;
+    const std::size_t bytes = n * sizeof(std::uint64_t);
+    auto* other = static_cast<std::uint64_t*>(ops::allocate(backend, 2 * bytes));
+    cub::DoubleBuffer<std::uint64_t> k(keys, other), v(values, other + n);
+    std::size_t temp_bytes = 0;
+    cudaError_t status = cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k, v, n, 0, 64, backend.stream);
+    void* temp = nullptr;
+    if (status == cudaSuccess) {
+      try {
+        temp = ops::allocate(backend, temp_bytes > 0 ? temp_bytes : 1);
+      } catch (...) {
+        ops::deallocate(backend, other);
+        throw;
+      }
+      status = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, v, n, 0, 64, backend.stream);
+      ops::deallocate(backend, temp);
+    }
+    // The sorted halves may sit in the scratch (an odd number of passes): copy them back.
+    if (status == cudaSuccess && k.Current() != keys)
+      status = cudaMemcpyAsync(keys, k.Current(), bytes, cudaMemcpyDeviceToDevice, backend.stream);
+    if (status == cudaSuccess && v.Current() != values)
+      status = cudaMemcpyAsync(values, v.Current(), bytes, cudaMemcpyDeviceToDevice, backend.stream);
+    ops::deallocate(backend, other);
+    if (status != cudaSuccess) throw_cuda_error(status, "cub::DeviceRadixSort::SortPairs", __FILE__, __LINE__);
   } else
 #endif
   {
@@ -344,9 +369,10 @@ public:
   }
 
   /// @brief Sets permutation() to a random permutation of [0, T * N): element i gets the key
-  /// rng(seed, epoch, i).next_u64() and the indices are stably sorted by key (CUB on the CUDA
-  /// stream; std::stable_sort on the host, with a temporary of 16 * T * N bytes). The
-  /// permutation is a pure function of (seed, epoch, T * N), the same on every backend.
+  /// rng(seed, epoch, i).next_u64() and the indices are stably sorted by key (CUB's radix sort on
+  /// the CUDA stream, no host wait; std::stable_sort on the host; either with a temporary of
+  /// about 16 * T * N bytes). The permutation is a pure function of (seed, epoch, T * N), the
+  /// same on every backend.
   void shuffle(std::uint64_t seed, std::uint64_t epoch) {
     const std::size_t n = size();
     for_each_index(backend_, n, detail::shuffle_keys_kernel{seed, epoch, sort_keys_.data(), permutation_.data()});
