@@ -68,6 +68,7 @@ void stable_sort_by_key(const Backend& backend, std::uint64_t* keys, std::uint64
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
     if (n == 0) return;
+    const device_guard guard(backend.device);  // CUB and the copies run on the backend's device
     using ops = memory_ops<cuda_backend>;
     const std::size_t bytes = n * sizeof(std::uint64_t);
     auto* other = static_cast<std::uint64_t*>(ops::allocate(backend, 2 * bytes));

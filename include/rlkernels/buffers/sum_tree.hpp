@@ -395,6 +395,7 @@ public:
 #if RLK_HAS_CUDA
     if constexpr (std::is_same_v<Backend, cuda_backend>) {
       // Grid-wide launches for the levels wider than one block takes, then the rest in one block.
+      const detail::device_guard guard(backend_.device);
       detail::sum_tree_range_level<Value> f{nodes, lo, 0, value_of};
       while (f.level < levels_ && hi - f.lo + 1 > detail::sum_tree_fused_width) {
         for_each_index(backend_, hi - f.lo + 1, f);
@@ -502,6 +503,7 @@ private:
   }
 
   void set_on_device(view<const std::uint64_t> indices, view<const double> values, const std::uint32_t* skip) {
+    const detail::device_guard guard(backend_.device);  // CUB and the fused kernels run on the backend's device
     const std::size_t n = indices.size();
     if (sorted_.size() < n) {
       // Two (index, position) arrays: the radix sort ping-pongs between them.
