@@ -495,22 +495,38 @@ TEST_CASE("sac and td3: configs are validated with the field named") {
   CHECK(td3_preset("Unknown-v0").hidden_sizes == td3_config{}.hidden_sizes);
 }
 
-// Learning is checked in the Release runs; under the sanitizers (10x slower) these two cases
-// would dominate the suite's time without exercising other code.
-#if !defined(__SANITIZE_ADDRESS__)
-TEST_CASE("sac and td3 learn Pendulum-v1 (preset, shortened)") {
-  sac_config s = sac_preset("Pendulum-v1");
-  s.total_timesteps = 6000;
-  sac<pendulum<float>, backend_t> sa(rlk_test::backend(), s);
-  while (!sa.done()) sa.iterate();
-  const double sac_return = sa.evaluate(20, 4242).mean;
-  td3_config t = td3_preset("Pendulum-v1");
-  t.total_timesteps = 9000;
-  td3<pendulum<float>, backend_t> ta(rlk_test::backend(), t);
-  while (!ta.done()) ta.iterate();
-  const double td3_return = ta.evaluate(20, 4242).mean;
-  INFO("SAC after 6k steps: " << sac_return << ", TD3 after 9k steps: " << td3_return);
-  CHECK(sac_return > -600);  // a random policy scores about -1200
-  CHECK(td3_return > -600);
+// ---- learning: docs/training.md's claims on several seeds ----
+// Tagged [.][learning]: hidden from a plain run of the binary and so from its ordinary CTest
+// registration (and from the sanitizer builds); the CTest test actor_critic_test_learning (labels
+// host;learning) runs `actor_critic_test_openmp "[learning]"`. The presets, shortened to the
+// smallest budgets that reach -250 with a margin on seeds 1-5 in this build (evaluation along
+// training, 2026-12-01: SAC first <= -250 at 4k-5k steps and -184 or better from 5k on; TD3 at
+// 7k-9k and -209 or better at 10k), are checked on seeds 1-2: the deterministic policy scores
+// >= -250 on 100 fresh episodes (a random policy scores about -1200).
+TEST_CASE("sac learns Pendulum-v1 to -250 on seeds 1-2 (the preset, 6k steps)", "[.][learning]") {
+  for (std::uint64_t seed : {1, 2}) {
+    sac_config c = sac_preset("Pendulum-v1");
+    c.seed = seed;
+    c.total_timesteps = 6000;
+    sac<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    const policy_evaluation e = agent.evaluate(100, seed + 1000003);
+    std::printf("sac Pendulum-v1 seed %d, 6k steps: evaluation %.1f +- %.1f\n", int(seed), e.mean, e.std);
+    INFO("seed " << seed << ": evaluation " << e.mean);
+    CHECK(e.mean >= -250);
+  }
 }
-#endif
+
+TEST_CASE("td3 learns Pendulum-v1 to -250 on seeds 1-2 (the preset, 10k steps)", "[.][learning]") {
+  for (std::uint64_t seed : {1, 2}) {
+    td3_config c = td3_preset("Pendulum-v1");
+    c.seed = seed;
+    c.total_timesteps = 10000;
+    td3<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    const policy_evaluation e = agent.evaluate(100, seed + 1000003);
+    std::printf("td3 Pendulum-v1 seed %d, 10k steps: evaluation %.1f +- %.1f\n", int(seed), e.mean, e.std);
+    INFO("seed " << seed << ": evaluation " << e.mean);
+    CHECK(e.mean >= -250);
+  }
+}
