@@ -1,7 +1,7 @@
 // SAC and TD3 trainers: their critic and actor losses against a float64 reference written here
 // from the papers' formulas (plain-loop networks), the assembled gradients against finite
-// differences, reproducibility (repeat runs, thread counts), checkpoint resume bit for bit, the
-// act/evaluate contract, config validation, and learning on Pendulum-v1.
+// differences, reproducibility (repeat runs, serial and OpenMP with 1-3 threads), checkpoint resume
+// bit for bit, the act/evaluate contract, config validation, and learning on Pendulum-v1.
 #include "../test_backend.hpp"
 #include "../test_files.hpp"
 
@@ -337,13 +337,17 @@ TEST_CASE("sac and td3: warm-up, update schedule, temperature and target updates
   CHECK(td.actor_target().parameters_to_host() != at0);
 }
 
-TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs and thread counts agree bit for bit)") {
+TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs, serial and OpenMP with any thread count agree bit for bit)") {
+  // Batches of 300 rows: each network pass is two 256-row chunks, which run on different threads
+  // (one chunk, at batch 16, never opens a parallel region); openmp_backend{threads, 0} opens one
+  // for every batched op, even over 3 envs.
   sac_config c = small_sac();
   c.total_timesteps = 120;
   c.learning_starts = 40;
   c.num_envs = 3;
-  auto run_sac = [&] {
-    sac<pendulum<float>, backend_t> a(rlk_test::backend(), c);
+  c.batch_size = 300;
+  auto run_sac = [&](auto backend) {
+    sac<pendulum<float>, decltype(backend)> a(backend, c);
     while (!a.done()) a.iterate();
     return all_parameters(a);
   };
@@ -351,22 +355,32 @@ TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs and 
   t.total_timesteps = 120;
   t.learning_starts = 40;
   t.num_envs = 3;
-  auto run_td3 = [&] {
-    td3<pendulum<float>, backend_t> a(rlk_test::backend(), t);
+  t.batch_size = 300;
+  auto run_td3 = [&](auto backend) {
+    td3<pendulum<float>, decltype(backend)> a(backend, t);
     while (!a.done()) a.iterate();
     return all_parameters(a);
   };
-  const auto s1 = run_sac(), t1 = run_td3();
-#if defined(_OPENMP) && defined(RLK_BACKEND_OPENMP)
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(threads == 1 ? 2 : 1);
-  const auto s2 = run_sac(), t2 = run_td3();
-  omp_set_num_threads(threads);
-#else
-  const auto s2 = run_sac(), t2 = run_td3();
+  const auto s1 = run_sac(rlk_test::backend()), t1 = run_td3(rlk_test::backend());
+  CHECK(run_sac(rlk_test::backend()) == s1);
+  CHECK(run_td3(rlk_test::backend()) == t1);
+#if !defined(RLK_BACKEND_CUDA)
+  CHECK(run_sac(serial_backend{}) == s1);
+  CHECK(run_td3(serial_backend{}) == t1);
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " OpenMP threads");
+    CHECK(run_sac(openmp_backend{threads, 0}) == s1);
+    CHECK(run_td3(openmp_backend{threads, 0}) == t1);
+  }
 #endif
-  CHECK(s1 == s2);
-  CHECK(t1 == t2);
+#if defined(_OPENMP) && defined(RLK_BACKEND_OPENMP)
+  // The default openmp backend under another OpenMP default thread count.
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(saved == 3 ? 2 : 3);
+  CHECK(run_sac(openmp) == s1);
+  CHECK(run_td3(openmp) == t1);
+  omp_set_num_threads(saved);
+#endif
 }
 
 TEST_CASE("sac and td3: resuming from a checkpoint continues bit for bit; a checkpoint of another config is refused") {
@@ -481,22 +495,38 @@ TEST_CASE("sac and td3: configs are validated with the field named") {
   CHECK(td3_preset("Unknown-v0").hidden_sizes == td3_config{}.hidden_sizes);
 }
 
-// Learning is checked in the Release runs; under the sanitizers (10x slower) these two cases
-// would dominate the suite's time without exercising other code.
-#if !defined(__SANITIZE_ADDRESS__)
-TEST_CASE("sac and td3 learn Pendulum-v1 (preset, shortened)") {
-  sac_config s = sac_preset("Pendulum-v1");
-  s.total_timesteps = 6000;
-  sac<pendulum<float>, backend_t> sa(rlk_test::backend(), s);
-  while (!sa.done()) sa.iterate();
-  const double sac_return = sa.evaluate(20, 4242).mean;
-  td3_config t = td3_preset("Pendulum-v1");
-  t.total_timesteps = 9000;
-  td3<pendulum<float>, backend_t> ta(rlk_test::backend(), t);
-  while (!ta.done()) ta.iterate();
-  const double td3_return = ta.evaluate(20, 4242).mean;
-  INFO("SAC after 6k steps: " << sac_return << ", TD3 after 9k steps: " << td3_return);
-  CHECK(sac_return > -600);  // a random policy scores about -1200
-  CHECK(td3_return > -600);
+// ---- learning: docs/training.md's claims on several seeds ----
+// Tagged [.][learning]: hidden from a plain run of the binary and so from its ordinary CTest
+// registration (and from the sanitizer builds); the CTest test actor_critic_test_learning (labels
+// host;learning) runs `actor_critic_test_openmp "[learning]"`. The presets, shortened to the
+// smallest budgets that reach -250 with a margin on seeds 1-5 in this build (evaluation along
+// training, 2026-12-01: SAC first <= -250 at 4k-5k steps and -184 or better from 5k on; TD3 at
+// 7k-9k and -209 or better at 10k), are checked on seeds 1-2: the deterministic policy scores
+// >= -250 on 100 fresh episodes (a random policy scores about -1200).
+TEST_CASE("sac learns Pendulum-v1 to -250 on seeds 1-2 (the preset, 6k steps)", "[.][learning]") {
+  for (std::uint64_t seed : {1, 2}) {
+    sac_config c = sac_preset("Pendulum-v1");
+    c.seed = seed;
+    c.total_timesteps = 6000;
+    sac<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    const policy_evaluation e = agent.evaluate(100, seed + 1000003);
+    std::printf("sac Pendulum-v1 seed %d, 6k steps: evaluation %.1f +- %.1f\n", int(seed), e.mean, e.std);
+    INFO("seed " << seed << ": evaluation " << e.mean);
+    CHECK(e.mean >= -250);
+  }
 }
-#endif
+
+TEST_CASE("td3 learns Pendulum-v1 to -250 on seeds 1-2 (the preset, 10k steps)", "[.][learning]") {
+  for (std::uint64_t seed : {1, 2}) {
+    td3_config c = td3_preset("Pendulum-v1");
+    c.seed = seed;
+    c.total_timesteps = 10000;
+    td3<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    const policy_evaluation e = agent.evaluate(100, seed + 1000003);
+    std::printf("td3 Pendulum-v1 seed %d, 10k steps: evaluation %.1f +- %.1f\n", int(seed), e.mean, e.std);
+    INFO("seed " << seed << ": evaluation " << e.mean);
+    CHECK(e.mean >= -250);
+  }
+}
