@@ -488,11 +488,11 @@ public:
   void step_deferred(view<const action_type> actions) {
     check_actions_view(actions);
     if constexpr (is_host_backend_v<Backend>) {
-      if (pending_env_ != npos) return;
+      detail::deferred_action_check& c = *deferred_.data();  // host memory
+      if (c.env != ~0ull) return;
       const std::size_t bad = first_invalid_action(actions.data());
       if (bad != npos) {
-        pending_env_ = bad;
-        pending_value_ = detail::offending_value<Env>(actions.data(), bad);
+        c = detail::deferred_action_check{bad, detail::offending_value<Env>(actions.data(), bad)};
         return;
       }
       launch_step(actions.data(), nullptr);
@@ -512,27 +512,20 @@ public:
   ///        first step that had one) and its value; the envs are in the state they had before that
   ///        step (it and every later step_deferred() changed nothing)
   void check_deferred_actions() {
-    std::size_t env = npos;
-    double value = 0;
-    if constexpr (is_host_backend_v<Backend>) {
-      detail::count_host_sync(detail::host_sync_kind::read);  // what CUDA's read of the flag costs
-      env = pending_env_;
-      value = pending_value_;
-    }
-#if RLK_HAS_CUDA
-    else {
-      const detail::deferred_action_check c = deferred_.get(0);
-      if (c.env != ~0ull) {
-        env = std::size_t(c.env);
-        value = c.value;
-      }
-    }
-#endif
-    if (env == npos) return;
+    const detail::deferred_action_check c = deferred_.get(0);  // one host read on every backend
+    if (c.env == ~0ull) return;
     clear_deferred_check();
-    throw make_invalid_action(env, value, "rlkernels::vec_env::step_deferred",
+    throw make_invalid_action(std::size_t(c.env), c.value, "rlkernels::vec_env::step_deferred",
                               "; found by check_deferred_actions(): no env was stepped from that step on (every env is "
                               "in the state it had before the step)");
+  }
+
+  /// @brief The deferred check's flag in backend memory: the env index check_deferred_actions()
+  /// would report, or ~0 while no invalid action is pending. For loops that fold it into a read
+  /// of their own (copy it next to their statistics, read both at once, and call
+  /// check_deferred_actions() only when it is set). Valid as long as the vec_env lives.
+  view<const unsigned long long> deferred_error_flag() const noexcept {
+    return view<const unsigned long long>(&deferred_.data()->env, 1);
   }
 
   /// Number of environments N.
@@ -707,8 +700,6 @@ private:
   }
 
   void clear_deferred_check() {
-    pending_env_ = npos;
-    pending_value_ = 0;
     for_each_index(backend_, 1, detail::clear_deferred_check{deferred_.data()});
   }
 
@@ -801,8 +792,6 @@ private:
   buffer<detail::deferred_action_check, Backend> deferred_;  // [1] step_deferred's sticky result
   mutable buffer<detail::episode_accumulator, Backend> statistics_sum_;  // [1] episode_statistics_into's scratch
   mutable const void* accepted_actions_ = nullptr;  // the last actions array whose memory kind was checked
-  std::size_t pending_env_ = npos;                  // host backends: step_deferred's latched invalid env
-  double pending_value_ = 0;                        // and its value
 };
 
 }  // namespace rlkernels
