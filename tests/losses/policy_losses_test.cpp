@@ -436,7 +436,8 @@ TEMPLATE_TEST_CASE("device forms of the PPO losses check their arguments as the 
   CHECK_THROWS_AS(rlkernels::value_loss(be, rlkernels::view<rlkernels::value_loss_stats>(), a.cview(), b.cview(), {},
                                         rlkernels::value_loss_form::plain, T(0)),
                   std::invalid_argument);
-  auto hout = zeros<double>(1), ent = zeros<T>(2);
+  auto hout = zeros<double>(1);
+  auto ent = zeros<T>(2);
   auto z = zeros<T>(6);
   CHECK_THROWS_AS(rlkernels::categorical_mean_entropy(be, hout.view(), rlkernels::categorical_view<T>{3, z.cview(), {}},
                                                       ent.view().subview(0, 1)),

@@ -100,13 +100,15 @@ inline constexpr unsigned long long no_bad_action = ~0ull;
 #if RLK_HAS_CUDA
 /// The index of the first action outside [0, num_actions) into *first_bad (which starts at
 /// no_bad_action): each thread keeps its smallest bad index, the warp reduces them with shuffles,
-/// and one atomicMin per warp that found one.
-__global__ void first_bad_action_kernel(const std::int32_t* actions, std::size_t n, std::int32_t num_actions,
+/// and one atomicMin per warp that found one. (A template so that the header defines it in every
+/// translation unit without clashing at link time.)
+template <class Action>
+__global__ void first_bad_action_kernel(const Action* actions, std::size_t n, Action num_actions,
                                         unsigned long long* first_bad) {
   const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
   unsigned long long mine = no_bad_action;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::int32_t a = actions[i];
+    const Action a = actions[i];
     if (a < 0 || a >= num_actions) {
       mine = i;  // i only grows, so this thread's first is its smallest
       break;
@@ -130,7 +132,7 @@ void find_first_bad_action(const Backend& backend, view<const std::int32_t> acti
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
     RLK_CUDA_CHECK(cudaMemsetAsync(first_bad, 0xFF, sizeof(unsigned long long), backend.stream));
     constexpr unsigned int block = 256;
-    first_bad_action_kernel<<<grid_size_for(n, block), block, 0, backend.stream>>>(
+    first_bad_action_kernel<std::int32_t><<<grid_size_for(n, block), block, 0, backend.stream>>>(
         actions.data(), n, static_cast<std::int32_t>(num_actions), first_bad);
     RLK_CUDA_CHECK(cudaGetLastError());
   } else
