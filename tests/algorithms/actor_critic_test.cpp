@@ -530,3 +530,59 @@ TEST_CASE("td3 learns Pendulum-v1 to -250 on seeds 1-2 (the preset, 10k steps)",
     CHECK(e.mean >= -250);
   }
 }
+
+// ---- host round trips (docs/training.md, "Host round trips per iteration") ----
+namespace {
+using namespace rlkernels;
+
+/// Host waits of one SAC or TD3 iteration (one env step of every env and its gradient steps) after
+/// two warm-up iterations.
+template <class Agent, class Config>
+std::uint64_t off_policy_iteration_syncs(Config c, std::size_t num_envs, std::size_t gradient_steps) {
+  c.num_envs = num_envs;
+  c.gradient_steps = gradient_steps;
+  c.learning_starts = 0;
+  c.total_timesteps = 100000;
+  Agent agent(rlk_test::backend(), c);
+  agent.iterate();
+  agent.iterate();
+  reset_host_sync_counts();
+  agent.iterate();
+  return host_sync_counts().total();
+}
+}  // namespace
+
+TEST_CASE("host round trips: one SAC or TD3 iteration waits once, whatever its env steps and gradient steps",
+          "[sac][td3][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  using sac_t = sac<pendulum<double>, backend_t>;
+  using td3_t = td3<pendulum<double>, backend_t>;
+  sac_config fixed_alpha = small_sac();
+  fixed_alpha.autotune = false;
+  const std::uint64_t sac_few = off_policy_iteration_syncs<sac_t>(fixed_alpha, 1, 1),
+                      sac_many = off_policy_iteration_syncs<sac_t>(fixed_alpha, 4, 5);
+  const std::uint64_t td3_few = off_policy_iteration_syncs<td3_t>(small_td3(), 1, 1),
+                      td3_many = off_policy_iteration_syncs<td3_t>(small_td3(), 4, 5);
+  INFO("SAC " << sac_few << " vs " << sac_many << "; TD3 " << td3_few << " vs " << td3_many);
+  CHECK(sac_few == sac_many);
+  CHECK(td3_few == td3_many);
+  CHECK(sac_few == 1);
+  CHECK(td3_few == 1);
+  // With autotune the temperature is a host value: one more read per actor step. Iteration 3 of
+  // 5 critic steps (11 .. 15) runs the actor twice per policy_frequency (2) at steps 12 and 14.
+  const std::uint64_t sac_autotune = off_policy_iteration_syncs<sac_t>(small_sac(), 4, 5);
+  CHECK(sac_autotune == 1 + 4);
+}
+
+TEST_CASE("host round trips: a SAC evaluation batch polls O(log episode length) times, whatever its size",
+          "[sac][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  sac<pendulum<double>, backend_t> agent(rlk_test::backend(), small_sac());
+  for (std::size_t episodes : {std::size_t(1), std::size_t(32)}) {
+    reset_host_sync_counts();
+    agent.evaluate(episodes, 5);
+    INFO(episodes << " episodes: " << host_sync_counts().total() << " host waits");
+    // Pendulum's 200-step episodes: polls after 8 .. 128 steps, the one that sees the end, the returns.
+    CHECK(host_sync_counts().total() == 7);
+  }
+}

@@ -553,3 +553,57 @@ TEST_CASE("dqn: bad configurations are rejected with the field named") {
   while (!agent.done()) agent.iterate();
   CHECK_THROWS_WITH(agent.iterate(), Catch::Contains("training is done (400 of total_timesteps 400"));
 }
+
+// ---- host round trips (docs/training.md, "Host round trips per iteration") ----
+namespace {
+using namespace rlkernels;
+
+/// Host waits of one DQN iteration (one env step of every env and its due gradient steps, what
+/// lies between two progress lines) after two warm-up iterations.
+std::uint64_t dqn_iteration_syncs(std::size_t num_envs, std::size_t gradient_steps, bool prioritized) {
+  dqn_config c;
+  c.num_envs = num_envs;
+  c.gradient_steps = gradient_steps;
+  c.train_frequency = 1;
+  c.learning_starts = 0;
+  c.batch_size = 16;
+  c.buffer_size = 1000;
+  c.hidden_sizes = {8};
+  c.target_network_frequency = 2;
+  c.max_grad_norm = 10;
+  c.prioritized = prioritized;
+  c.total_timesteps = 100000;
+  dqn<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  agent.iterate();
+  agent.iterate();
+  reset_host_sync_counts();
+  const dqn_iteration_stats s = agent.iterate();
+  CHECK(s.gradient_steps == num_envs * gradient_steps);
+  return host_sync_counts().total();
+}
+}  // namespace
+
+TEST_CASE("host round trips: one DQN iteration waits once, whatever its env steps and gradient steps",
+          "[dqn][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  for (bool prioritized : {false, true}) {
+    const std::uint64_t few = dqn_iteration_syncs(1, 1, prioritized), many = dqn_iteration_syncs(4, 4, prioritized);
+    INFO("prioritized " << prioritized << ": 1 env x 1 gradient step: " << few << "; 4 envs x 4 gradient steps: " << many);
+    CHECK(few == many);
+    CHECK(few == 1);
+  }
+}
+
+TEST_CASE("host round trips: a DQN evaluation batch polls O(log episode length) times, whatever its size",
+          "[dqn][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  dqn_config c;
+  c.hidden_sizes = {8};
+  dqn<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  for (std::size_t episodes : {std::size_t(1), std::size_t(64)}) {
+    reset_host_sync_counts();
+    agent.evaluate(episodes, 5);
+    INFO(episodes << " episodes: " << host_sync_counts().total() << " host waits");
+    CHECK(host_sync_counts().total() <= 1 + 7);  // polls after 8 .. 512 steps, the returns
+  }
+}

@@ -464,3 +464,47 @@ TEST_CASE("checkpoint: PPO automatic checkpoints and config checks", "[checkpoin
   CHECK_THROWS_WITH(bad.validate(), Catch::Contains("checkpoint_keep must be >= 1"));
 }
 
+// ---- host round trips (docs/training.md, "Host round trips per iteration") ----
+namespace {
+using namespace rlkernels;
+
+/// Host waits of one PPO iteration (after a first one) with the given shape.
+std::uint64_t ppo_iteration_syncs(std::size_t minibatches, std::size_t epochs, std::size_t steps) {
+  ppo_config c = small_config();
+  c.num_minibatches = minibatches;
+  c.update_epochs = epochs;
+  c.num_steps = steps;
+  c.total_timesteps = 1000000;
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  agent.iterate();
+  reset_host_sync_counts();
+  agent.iterate();
+  return host_sync_counts().total();
+}
+}  // namespace
+
+TEST_CASE("host round trips: one PPO iteration waits once, whatever its minibatches, epochs and env steps",
+          "[ppo][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  const std::uint64_t few = ppo_iteration_syncs(1, 1, 8), many = ppo_iteration_syncs(8, 3, 32);
+  INFO("1 minibatch, 1 epoch, 8 steps: " << few << "; 8 minibatches, 3 epochs, 32 steps: " << many);
+  CHECK(few == many);
+  CHECK(few == 1);
+}
+
+TEST_CASE("host round trips: a PPO evaluation batch polls O(log episode length) times, whatever its size",
+          "[ppo][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), small_config());
+  agent.iterate();
+  // CartPole's episodes end within 500 steps: polls after 8, 16, ..., 512 steps at most, and the
+  // copy of the returns.
+  const std::uint64_t bound = 1 + 7;
+  for (std::size_t episodes : {std::size_t(1), std::size_t(64)}) {
+    reset_host_sync_counts();
+    const policy_evaluation e = agent.evaluate(episodes, 99);
+    INFO(episodes << " episodes: " << host_sync_counts().total() << " host waits, longest return " << e.max);
+    CHECK(host_sync_counts().total() <= bound);
+    CHECK(host_sync_counts().total() >= 2);
+  }
+}

@@ -1,6 +1,7 @@
 // vec_env: the episode-end contract (terminated / truncated / final observation / auto-reset),
 // reproducibility across backends, thread counts and batch sizes, input validation that changes
 // nothing on rejection, episode statistics and state access.
+#include <rlkernels/core/host_sync.hpp>
 #include <rlkernels/envs/cartpole.hpp>
 #include <rlkernels/envs/env.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -492,4 +493,133 @@ TEST_CASE("ten million envs in one batch step like a small batch", "[vec_env][la
     }
   }
   CHECK(big.episode_lengths().get(n - 1) == 2);
+}
+
+// ---- deferred action check, device episode statistics, host round trips ----
+
+TEST_CASE("step_deferred equals step for valid actions, with no host wait per step", "[vec_env][deferred][host_sync]") {
+  const std::size_t n = 257;
+  vec_env<cartpole<float>, backend_t> eager(rlk_test::backend(), n, 21), deferred(rlk_test::backend(), n, 21);
+  std::vector<buffer<std::int32_t, backend_t>> actions;
+  for (int t = 0; t < 40; ++t) actions.push_back(device_copy(cartpole_actions(n, t)));
+  for (int t = 0; t < 40; ++t) eager.step(actions[std::size_t(t)].cview());
+  reset_host_sync_counts();
+  for (int t = 0; t < 40; ++t) deferred.step_deferred(actions[std::size_t(t)].cview());
+  CHECK(host_sync_counts().total() == 0);
+  deferred.check_deferred_actions();
+  CHECK(host_sync_counts().total() == (host_sync_counting_enabled ? 1u : 0u));
+  CHECK(deferred.observations().to_host() == eager.observations().to_host());
+  CHECK(deferred.final_observations().to_host() == eager.final_observations().to_host());
+  CHECK(deferred.episode_returns().to_host() == eager.episode_returns().to_host());
+  CHECK(deferred.terminated().to_host() == eager.terminated().to_host());
+}
+
+TEST_CASE("step_deferred: the first invalid action is reported later, with the envs as before that step",
+          "[vec_env][deferred][errors]") {
+  const std::size_t n = 1000;
+  vec_env<ticker, backend_t> env(rlk_test::backend(), n, 3), twin(rlk_test::backend(), n, 3);
+  auto ok = device_copy(std::vector<std::int32_t>(n, 1));
+  std::vector<std::int32_t> bad_host(n, 0);
+  bad_host[613] = 3;
+  bad_host[900] = -4;
+  auto bad = device_copy(bad_host);
+  std::vector<std::int32_t> worse_host(n, 0);
+  worse_host[2] = 9;  // a lower env in a later step: the first bad step is the one reported
+  auto worse = device_copy(worse_host);
+
+  env.step_deferred(ok.cview());
+  twin.step(ok.cview());
+  env.step_deferred(bad.cview());
+  env.step_deferred(ok.cview());
+  env.step_deferred(worse.cview());
+  try {
+    env.check_deferred_actions();
+    FAIL("no exception");
+  } catch (const invalid_action& e) {
+    CHECK(e.env_index() == 613);
+    CHECK(e.value() == 3.0);
+    CHECK_THAT(e.what(), Catch::Contains("env 613") && Catch::Contains("[0, 3)") &&
+                             Catch::Contains("state it had before the step"));
+  }
+  // Nothing moved after the first (valid) step.
+  const auto s = env.states().to_host(), t = twin.states().to_host();
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(s[i].count == t[i].count);
+  CHECK(env.episode_lengths().to_host() == twin.episode_lengths().to_host());
+  CHECK(env.observations().to_host() == twin.observations().to_host());
+  CHECK(env.rewards().to_host() == twin.rewards().to_host());
+  // The error is cleared by the check: stepping goes on.
+  env.check_deferred_actions();
+  env.step_deferred(ok.cview());
+  twin.step(ok.cview());
+  env.check_deferred_actions();
+  CHECK(env.episode_lengths().to_host() == twin.episode_lengths().to_host());
+  // reset() clears a pending error too.
+  env.step_deferred(bad.cview());
+  env.reset();
+  CHECK_NOTHROW(env.check_deferred_actions());
+}
+
+TEST_CASE("step_deferred: NaN continuous actions are latched with their value", "[vec_env][deferred][errors]") {
+  vec_env<drift, backend_t> env(rlk_test::backend(), 40, 11);
+  const auto before = env.observations().to_host();
+  std::vector<float> actions(80, 0.5f);
+  actions[2 * 33 + 1] = std::numeric_limits<float>::quiet_NaN();
+  auto dev = device_copy(actions);
+  env.step_deferred(dev.cview());
+  CHECK_THROWS_AS(env.check_deferred_actions(), invalid_action);
+  CHECK(env.observations().to_host() == before);
+  env.step_deferred(dev.cview());
+  try {
+    env.check_deferred_actions();
+    FAIL("no exception");
+  } catch (const invalid_action& e) {
+    CHECK(e.env_index() == 33);
+    CHECK(std::isnan(e.value()));
+    CHECK_THAT(e.what(), Catch::Contains("env 33") && Catch::Contains("NaN"));
+  }
+}
+
+TEST_CASE("episode_statistics_into writes get_episode_statistics' numbers to backend memory",
+          "[vec_env][statistics][host_sync]") {
+  const std::size_t n = 300;  // several host statistics chunks
+  vec_env<cartpole<float>, backend_t> env(rlk_test::backend(), n, 5);
+  for (int t = 0; t < 60; ++t) {
+    auto a = device_copy(cartpole_actions(n, t));
+    env.step(a.cview());
+  }
+  auto out = rlk_test::zeros<episode_statistics>(1);
+  reset_host_sync_counts();
+  env.episode_statistics_into(out.view());
+  CHECK(host_sync_counts().total() == 0);
+  const episode_statistics d = out.get(0), h = env.get_episode_statistics();
+  REQUIRE(h.count > 0);
+  CHECK(d.count == h.count);
+  CHECK(d.mean_return == h.mean_return);
+  CHECK(d.mean_length == h.mean_length);
+  CHECK(d.min_return == h.min_return);
+  CHECK(d.max_return == h.max_return);
+  env.clear_episode_statistics();
+  env.episode_statistics_into(out.view());
+  CHECK(out.get(0).count == 0);
+  CHECK(out.get(0).mean_return == 0.0);
+  auto two = rlk_test::zeros<episode_statistics>(2);
+  CHECK_THROWS_AS(env.episode_statistics_into(two.view()), std::invalid_argument);
+}
+
+TEST_CASE("host round trips: eager step reads once per step on CUDA only, step_deferred never",
+          "[vec_env][host_sync]") {
+  if (!host_sync_counting_enabled) return;
+  const std::size_t n = 64;
+  vec_env<cartpole<float>, backend_t> env(rlk_test::backend(), n, 9);
+  auto a = device_copy(cartpole_actions(n, 0));
+  reset_host_sync_counts();
+  for (int t = 0; t < 10; ++t) env.step(a.cview());
+  CHECK(host_sync_counts().total() == (rlk_test::on_cuda ? 10u : 0u));
+  reset_host_sync_counts();
+  for (int t = 0; t < 10; ++t) env.step_deferred(a.cview());
+  for (int t = 0; t < 10; ++t) env.step_unchecked(a.cview());
+  CHECK(host_sync_counts().total() == 0);
+  env.check_deferred_actions();
+  CHECK(host_sync_counts().reads == 1);
+  CHECK(host_sync_counts().total() == 1);
 }

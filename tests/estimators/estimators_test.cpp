@@ -884,3 +884,103 @@ TEMPLATE_TEST_CASE("running_mean_std rejects bad input and keeps its state", "[e
   CHECK_THROWS_AS(rms.set_state(s), std::invalid_argument);
   unchanged();
 }
+
+// ---- Device forms: normalize_advantages and running_mean_std::update_unchecked ------------------------
+
+TEMPLATE_TEST_CASE("normalize_advantages device form: the host form's bits, the moments in backend memory, no host wait",
+                   "[estimators][normalize][device_form]", float, double) {
+  using T = TestType;
+  REQUIRE(rlk::host_sync_counting_enabled);
+  const auto bk = rlk_test::backend();
+  for (const std::size_t n : {std::size_t(2), std::size_t(100), std::size_t(9001)}) {  // 9001: several chunks
+    std::mt19937_64 gen(n + 5);
+    std::normal_distribution<double> dist(3.0, 2.5);
+    std::vector<T> host(n);
+    for (auto& x : host) x = T(dist(gen));
+    for (const int ddof : {0, 1}) {
+      INFO("n " << n << " ddof " << ddof);
+      dbuf<T> a(bk, host), b(bk, host);
+      dbuf<rlk::advantage_moments> m(bk, 1);
+      rlk::normalize_advantages(bk, a.view(), T(1e-8), ddof);
+      rlk::reset_host_sync_counts();
+      rlk::normalize_advantages(bk, m.view(), b.view(), T(1e-8), ddof);
+      CHECK(rlk::host_sync_counts().total() == 0);
+      CHECK(a.to_host() == b.to_host());
+      const rlk::advantage_moments got = m.get(0);
+      if constexpr (!rlk_test::on_cuda) {
+        // today's host computation: the moments reduced to the host, the scale passed by value
+        namespace d = rlk::detail;
+        const double mean =
+            d::deterministic_sum(bk, n, d::element_term<T, d::to_double<T>>{host.data(), {}}, 0.0, d::add_doubles{}) /
+            double(n);
+        const double var = d::deterministic_sum(bk, n, d::squared_deviation_at<T>{host.data(), &mean}, 0.0,
+                                                d::add_doubles{}) /
+                           double(n - std::size_t(ddof));
+        CHECK(got.mean == mean);
+        CHECK(got.var == var);
+        const double scale = 1.0 / (std::sqrt(var) + double(T(1e-8)));
+        CHECK(got.scale == scale);
+        std::vector<T> want(n);
+        for (std::size_t k = 0; k < n; ++k) want[k] = T((double(host[k]) - mean) * scale);
+        CHECK(b.to_host() == want);
+      }
+    }
+  }
+  // A NaN: the device form leaves the data alone and shows it in the moments; the host form throws.
+  const std::vector<T> with_nan = {T(1), std::numeric_limits<T>::quiet_NaN(), T(3)};
+  dbuf<T> a(bk, with_nan);
+  dbuf<rlk::advantage_moments> m(bk, 1);
+  rlk::normalize_advantages(bk, m.view(), a.view());
+  CHECK(std::isnan(m.get(0).mean));
+  CHECK(a.get(0) == T(1));
+  CHECK(a.get(2) == T(3));
+  CHECK_THROWS_AS(rlk::normalize_advantages(bk, rlk::view<rlk::advantage_moments>(), a.view()), std::invalid_argument);
+  CHECK_THROWS_AS(rlk::normalize_advantages(bk, m.view(), a.view(), T(-1)), std::invalid_argument);
+}
+
+TEMPLATE_TEST_CASE("running_mean_std::update_unchecked: update's bits without a host wait; check() reports a rejected batch",
+                   "[estimators][rms][device_form]", float, double) {
+  using T = TestType;
+  REQUIRE(rlk::host_sync_counting_enabled);
+  const auto bk = rlk_test::backend();
+  constexpr std::size_t dim = 3;
+  rlk::running_mean_std<T, backend_t> checked(bk, dim), unchecked(bk, dim);
+  const std::vector<std::size_t> sizes = {1, 7, 256, 600};
+  std::vector<dbuf<T>> batches;
+  for (std::size_t k = 0; k < sizes.size(); ++k) batches.emplace_back(bk, random_rows<T>(sizes[k], dim, 10 + k));
+  for (const auto& b : batches) checked.update(b.cview());
+  rlk::reset_host_sync_counts();
+  for (const auto& b : batches) unchecked.update_unchecked(b.cview());
+  CHECK(rlk::host_sync_counts().total() == 0);
+  unchecked.check();
+  CHECK(rlk::host_sync_counts().reads == 1);
+  CHECK(unchecked.mean() == checked.mean());
+  CHECK(unchecked.var() == checked.var());
+  CHECK(unchecked.count() == checked.count());
+
+  // A bad batch, then a good one, without a check: both are left out; check() throws and restores
+  // the count, and the object goes on from the last merged batch.
+  const rlk::running_mean_std_state before = unchecked.state();
+  std::vector<T> bad_host = random_rows<T>(300, dim, 99);
+  bad_host[5] = std::numeric_limits<T>::infinity();
+  dbuf<T> bad(bk, bad_host);
+  unchecked.update_unchecked(bad.cview());
+  unchecked.update_unchecked(batches[1].cview());
+  CHECK(unchecked.mean() == before.mean);
+  CHECK(unchecked.var() == before.var);
+  CHECK_THROWS_WITH(unchecked.check(), Catch::Contains("NaN or infinity"));
+  CHECK(unchecked.count() == before.count);
+  CHECK(unchecked.mean() == before.mean);
+  CHECK_NOTHROW(unchecked.check());  // reported once
+  unchecked.update_unchecked(batches[2].cview());
+  checked.update(batches[2].cview());
+  unchecked.check();
+  CHECK(unchecked.mean() == checked.mean());
+  CHECK(unchecked.var() == checked.var());
+  CHECK(unchecked.count() == checked.count());
+  // The host form reports its own batch, as before.
+  CHECK_THROWS_WITH(checked.update(bad.cview()), Catch::Contains("rlkernels::running_mean_std::update"));
+  CHECK(checked.mean() == unchecked.mean());
+  CHECK(checked.count() == unchecked.count());
+  CHECK_THROWS_AS(unchecked.update_unchecked(rlk::view<const T>(nullptr, 3)), std::invalid_argument);
+}

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -305,4 +306,143 @@ TEMPLATE_TEST_CASE("polyak_update", "[polyak]", float, double) {
   CHECK_THROWS_AS(rlkernels::polyak_update(rlk_test::backend(), s.cview(), t.view(), std::numeric_limits<T>::quiet_NaN()),
                   std::invalid_argument);
   CHECK(t.to_host() == s_h);  // rejected calls changed nothing
+}
+
+// ---- Device forms: the statistics stay in backend memory ----
+
+namespace {
+template <class S>
+bool same_bits(const S& a, const S& b) {
+  return std::memcmp(&a, &b, sizeof(S)) == 0;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("device forms of the PPO losses write the host forms' bits, with no host wait", "[ppo][device_form]",
+                   float, double) {
+  using T = TestType;
+  REQUIRE(rlkernels::host_sync_counting_enabled);
+  const auto be = rlk_test::backend();
+  for (std::size_t n : {std::size_t(2), std::size_t(37), std::size_t(9000)}) {  // 9000: several reduction chunks
+    INFO("n " << n);
+    std::mt19937 gen{static_cast<unsigned>(n)};
+    std::normal_distribution<double> nd(0, 1);
+    std::vector<T> lp_h(n), old_h(n), adv_h(n), ret_h(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      old_h[i] = T(-1 + 0.5 * nd(gen));
+      lp_h[i] = T(old_h[i] + 0.3 * nd(gen));
+      adv_h[i] = T(2 + 3 * nd(gen));
+      ret_h[i] = T(nd(gen));
+    }
+    auto lp = make(lp_h), old = make(old_h), adv = make(adv_h), ret = make(ret_h);
+    auto g_host = zeros<T>(n), g_dev = zeros<T>(n);
+    auto out = zeros<rlkernels::ppo_policy_stats>(1);
+    for (bool normalize : {false, true}) {
+      for (bool with_grad : {false, true}) {
+        INFO("normalize " << normalize << " grad " << with_grad);
+        g_dev.zero();
+        const auto host = rlkernels::ppo_policy_loss(be, lp.cview(), old.cview(), adv.cview(), T(0.2), normalize,
+                                                     with_grad ? g_host.view() : rlkernels::view<T>());
+        rlkernels::reset_host_sync_counts();
+        rlkernels::ppo_policy_loss(be, out.view(), lp.cview(), old.cview(), adv.cview(), T(0.2), normalize,
+                                   with_grad ? g_dev.view() : rlkernels::view<T>());
+        CHECK(rlkernels::host_sync_counts().total() == 0);
+        CHECK(same_bits(out.get(0), host));
+        if (with_grad) CHECK(g_dev.to_host() == g_host.to_host());
+        if constexpr (!rlk_test::on_cuda) {
+          // The host form is today's computation, bit for bit: the moments reduced to the host and
+          // the normalisation passed by value.
+          T norm[2] = {T(0), T(1)};
+          if (normalize) {
+            namespace d = rlkernels::detail;
+            const double m = d::reduce_sum4(be, n, d::load_sum<T>{adv.data()}).a / double(n);
+            const double ss = d::reduce_sum4(be, n, d::load_squared_deviation<T>{adv.data(), &m}).a;
+            norm[0] = T(m);
+            norm[1] = T(1.0 / (std::sqrt(ss / double(n - 1)) + 1e-8));
+          }
+          const rlkernels::detail::ppo_sample<T> s{lp.data(), old.data(), adv.data(), norm, T(0.2)};
+          const auto sums = rlkernels::detail::reduce_sum4(be, n, rlkernels::detail::ppo_stats_kernel<T>{s});
+          const double dn = double(n);
+          CHECK(same_bits(host, rlkernels::ppo_policy_stats{sums.a / dn, sums.b / dn, sums.c / dn, sums.d / dn}));
+        }
+      }
+    }
+    // value loss, every form
+    auto vout = zeros<rlkernels::value_loss_stats>(1);
+    for (auto form : {rlkernels::value_loss_form::plain, rlkernels::value_loss_form::clipped_max,
+                      rlkernels::value_loss_form::clipped_only}) {
+      INFO("form " << int(form));
+      const auto host = rlkernels::value_loss(be, lp.cview(), ret.cview(), old.cview(), form, T(0.2), g_host.view());
+      rlkernels::reset_host_sync_counts();
+      rlkernels::value_loss(be, vout.view(), lp.cview(), ret.cview(), old.cview(), form, T(0.2), g_dev.view());
+      CHECK(rlkernels::host_sync_counts().total() == 0);
+      CHECK(same_bits(vout.get(0), host));
+      CHECK(g_dev.to_host() == g_host.to_host());
+      if constexpr (!rlk_test::on_cuda) {
+        const rlkernels::detail::value_sample<T> s{lp.data(), ret.data(), old.data(), T(0.2), form};
+        const auto sums = rlkernels::detail::reduce_sum4(be, n, rlkernels::detail::value_stats_kernel<T>{s});
+        CHECK(same_bits(host, rlkernels::value_loss_stats{sums.a / double(n), sums.b / double(n)}));
+      }
+    }
+    // mean entropies (logits [n/2?]: use A = 3 over n rows; Gaussian D = 2)
+    const std::size_t A = 3;
+    std::vector<T> z_h(n * A), ls_h(n * 2), mu_h(n * 2);
+    for (auto& x : z_h) x = T(nd(gen));
+    for (auto& x : mu_h) x = T(nd(gen));
+    for (auto& x : ls_h) x = T(0.5 * nd(gen));
+    auto z = make(z_h), mu = make(mu_h), ls = make(ls_h);
+    auto ent = zeros<T>(n), gz_host = zeros<T>(n * A), gz_dev = zeros<T>(n * A);
+    auto hout = zeros<double>(1);
+    const rlkernels::categorical_view<T> cat{A, z.cview(), {}};
+    const double hc = rlkernels::categorical_mean_entropy(be, cat, ent.view(), gz_host.view());
+    rlkernels::reset_host_sync_counts();
+    rlkernels::categorical_mean_entropy(be, hout.view(), cat, ent.view(), gz_dev.view());
+    CHECK(rlkernels::host_sync_counts().total() == 0);
+    CHECK(same_bits(hout.get(0), hc));
+    CHECK(gz_dev.to_host() == gz_host.to_host());
+    const rlkernels::gaussian_view<T> gauss{2, mu.cview(), ls.cview()};
+    auto gl_host = zeros<T>(n * 2), gl_dev = zeros<T>(n * 2);
+    const double hg = rlkernels::gaussian_mean_entropy(be, gauss, ent.view(), gl_host.view());
+    rlkernels::reset_host_sync_counts();
+    rlkernels::gaussian_mean_entropy(be, hout.view(), gauss, ent.view(), gl_dev.view());
+    CHECK(rlkernels::host_sync_counts().total() == 0);
+    CHECK(same_bits(hout.get(0), hg));
+    CHECK(gl_dev.to_host() == gl_host.to_host());
+    if constexpr (!rlk_test::on_cuda) {
+      const auto sums = rlkernels::detail::reduce_sum4(be, n, rlkernels::detail::load_entropy<T>{ent.data()});
+      CHECK(same_bits(hg, sums.a / double(n)));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("device forms of the PPO losses check their arguments as the host forms do", "[ppo][device_form][validation]",
+                   float, double) {
+  using T = TestType;
+  const auto be = rlk_test::backend();
+  auto a = zeros<T>(4), b = zeros<T>(4), c = zeros<T>(3);
+  auto out = zeros<rlkernels::ppo_policy_stats>(2);
+  auto vout = zeros<rlkernels::value_loss_stats>(1);
+  CHECK_THROWS_AS(rlkernels::ppo_policy_loss(be, out.view(), a.cview(), b.cview(), a.cview(), T(0.2), false),
+                  std::invalid_argument);  // out has 2 elements
+  CHECK_THROWS_AS(rlkernels::ppo_policy_loss(be, rlkernels::view<rlkernels::ppo_policy_stats>(), a.cview(), b.cview(),
+                                             a.cview(), T(0.2), false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(rlkernels::ppo_policy_loss(be, out.view().subview(0, 1), a.cview(), b.cview(), c.cview(), T(0.2), false),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(rlkernels::ppo_policy_loss(be, out.view().subview(0, 1), a.cview(), b.cview(), a.cview(), T(1), false),
+                  std::invalid_argument);
+  CHECK(out.to_host()[0].loss == 0);  // rejected calls wrote nothing
+  CHECK_THROWS_AS(rlkernels::value_loss(be, vout.view(), a.cview(), c.cview(), {}, rlkernels::value_loss_form::plain, T(0)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(rlkernels::value_loss(be, rlkernels::view<rlkernels::value_loss_stats>(), a.cview(), b.cview(), {},
+                                        rlkernels::value_loss_form::plain, T(0)),
+                  std::invalid_argument);
+  auto hout = zeros<double>(1);
+  auto ent = zeros<T>(2);
+  auto z = zeros<T>(6);
+  CHECK_THROWS_AS(rlkernels::categorical_mean_entropy(be, hout.view(), rlkernels::categorical_view<T>{3, z.cview(), {}},
+                                                      ent.view().subview(0, 1)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(rlkernels::categorical_mean_entropy(be, rlkernels::view<double>(),
+                                                      rlkernels::categorical_view<T>{3, z.cview(), {}}, ent.view()),
+                  std::invalid_argument);
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -641,4 +642,197 @@ TEST_CASE("value-based losses reject bad input before writing anything", "[losse
   // Nothing was written by any rejected call.
   CHECK(out.to_host() == sentinel);
   CHECK(grad.to_host() == sentinel_grad);
+}
+
+// ---- Device forms: statistics in backend memory, actions checked through a device flag ----
+
+namespace {
+template <class S>
+bool same_bits(const S& a, const S& b) {
+  return std::memcmp(&a, &b, sizeof(S)) == 0;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("device forms of td_loss, the twin-critic, SAC and TD3 losses write the host forms' bits, no host wait",
+                   "[losses][device_form]", float, double) {
+  using T = TestType;
+  REQUIRE(host_sync_counting_enabled);
+  const auto be = backend();
+  for (const std::size_t b : {std::size_t(3), std::size_t(9000)}) {  // 9000: several reduction chunks
+    INFO("B " << b);
+    std::mt19937_64 gen(b);
+    const std::size_t a_n = 4;
+    const auto q = make(uniform<T>(gen, b * a_n, -3, 3));
+    const auto y = make(uniform<T>(gen, b, -3, 3));
+    const auto w = make(uniform<T>(gen, b, 0.1, 1));
+    const auto q1 = make(uniform<T>(gen, b, -2, 2)), q2 = make(uniform<T>(gen, b, -2, 2));
+    const auto lp = make(uniform<T>(gen, b, -3, 1));
+    std::vector<std::int32_t> a_h(b);
+    for (auto& a : a_h) a = std::int32_t(gen() % a_n);
+    const auto actions = make(a_h);
+    buf<T> td_h(be, b), td_d(be, b), g_h(be, b * a_n), g_d(be, b * a_n);
+    for (auto kind : {td_loss_kind::mse, td_loss_kind::huber}) {
+      for (bool weighted : {false, true}) {
+        const td_loss_options<T> o{kind, T(1)};
+        const view<const T> wv = weighted ? w.cview() : view<const T>();
+        const td_loss_result host = td_loss(be, q.cview(), a_n, actions.cview(), y.cview(), wv, o, td_h.view(), g_h.view());
+        buf<td_loss_result> out(be, 1);
+        buf<action_range_flag> flag(be, 1);
+        reset_host_sync_counts();
+        td_loss(be, out.view(), q.cview(), a_n, actions.cview(), y.cview(), wv, o, td_d.view(), g_d.view(), flag.view());
+        CHECK(host_sync_counts().total() == 0);
+        CHECK(same_bits(out.get(0), host));
+        CHECK(td_d.to_host() == td_h.to_host());
+        CHECK(g_d.to_host() == g_h.to_host());
+        CHECK(flag.get(0).bad == 0);
+        CHECK_NOTHROW(check_action_range(be, flag.view()));
+        if constexpr (!rlk_test::on_cuda) {  // today's computation: the sums reduced to the host
+          const auto sums = detail::vb_reduce(be, b,
+                                              detail::td_loss_term<T>{q.data(), actions.data(), y.data(), wv.data(), a_n,
+                                                                      kind == td_loss_kind::huber, T(1)});
+          CHECK(same_bits(host, td_loss_result{sums.first / double(b), sums.second / double(b)}));
+        }
+      }
+    }
+    // twin critic and TD3's critic
+    buf<T> g1h(be, b), g2h(be, b), g1d(be, b), g2d(be, b);
+    buf<twin_critic_loss_result> tout(be, 1);
+    const auto th = twin_critic_loss(be, q1.cview(), q2.cview(), y.cview(), T(0.5), g1h.view(), g2h.view());
+    reset_host_sync_counts();
+    twin_critic_loss(be, tout.view(), q1.cview(), q2.cview(), y.cview(), T(0.5), g1d.view(), g2d.view());
+    CHECK(host_sync_counts().total() == 0);
+    CHECK(same_bits(tout.get(0), th));
+    CHECK(g1d.to_host() == g1h.to_host());
+    CHECK(g2d.to_host() == g2h.to_host());
+    if constexpr (!rlk_test::on_cuda) {
+      const auto sums = detail::vb_reduce(be, b, detail::twin_critic_term<T>{q1.data(), q2.data(), y.data()});
+      twin_critic_loss_result want;
+      want.q1_loss = sums.first / double(b);
+      want.q2_loss = sums.second / double(b);
+      want.loss = 0.5 * (want.q1_loss + want.q2_loss);
+      CHECK(same_bits(th, want));
+    }
+    const auto t3h = td3_critic_loss(be, q1.cview(), q2.cview(), y.cview());
+    reset_host_sync_counts();
+    td3_critic_loss(be, tout.view(), q1.cview(), q2.cview(), y.cview());
+    CHECK(host_sync_counts().total() == 0);
+    CHECK(same_bits(tout.get(0), t3h));
+    // SAC actor
+    buf<T> glh(be, b), gld(be, b);
+    buf<sac_actor_loss_result> aout(be, 1);
+    const auto ah = sac_actor_loss(be, lp.cview(), q1.cview(), q2.cview(), T(0.2), glh.view(), g1h.view(), g2h.view());
+    reset_host_sync_counts();
+    sac_actor_loss(be, aout.view(), lp.cview(), q1.cview(), q2.cview(), T(0.2), gld.view(), g1d.view(), g2d.view());
+    CHECK(host_sync_counts().total() == 0);
+    CHECK(same_bits(aout.get(0), ah));
+    CHECK(gld.to_host() == glh.to_host());
+    CHECK(g1d.to_host() == g1h.to_host());
+    if constexpr (!rlk_test::on_cuda) {
+      const auto sums = detail::vb_reduce(be, b, detail::sac_actor_term<T>{lp.data(), q1.data(), q2.data(), T(0.2)});
+      CHECK(same_bits(ah, sac_actor_loss_result{sums.first / double(b), -sums.second / double(b)}));
+    }
+    // SAC temperature, both forms, log_alpha on the host and in backend memory
+    for (auto form : {sac_temperature_form::log_alpha, sac_temperature_form::alpha}) {
+      INFO("form " << int(form));
+      const T la = T(-0.7);
+      buf<sac_temperature_loss_result> out(be, 1);
+      const auto h = sac_temperature_loss(be, lp.cview(), la, T(-2), form);
+      reset_host_sync_counts();
+      sac_temperature_loss(be, out.view(), lp.cview(), la, T(-2), form);
+      CHECK(host_sync_counts().total() == 0);
+      CHECK(same_bits(out.get(0), h));
+      if constexpr (!rlk_test::on_cuda) {
+        const double m = detail::vb_reduce(be, b, detail::sum_log_probs_term<T>{lp.data()}).first / double(b);
+        const double mm = m + double(T(-2)), alpha = std::exp(double(la));
+        CHECK(h.mean_log_prob == m);
+        if (form == sac_temperature_form::log_alpha) {
+          CHECK(h.loss == -double(la) * mm);
+          CHECK(h.grad_alpha == -mm / alpha);
+        } else {
+          CHECK(h.loss == -alpha * mm);
+          CHECK(h.grad_log_alpha == -alpha * mm);
+        }
+      }
+      const auto la_dev = make(std::vector<T>{la});
+      reset_host_sync_counts();
+      sac_temperature_loss(be, out.view(), lp.cview(), la_dev.cview(), T(-2), form);
+      CHECK(host_sync_counts().total() == 0);
+      const auto d = out.get(0);
+      if constexpr (!rlk_test::on_cuda) {
+        CHECK(same_bits(d, h));
+      } else {
+        CHECK(d.loss == Approx(h.loss).epsilon(1e-15));  // exp on the device may differ in the last bit
+      }
+    }
+    // TD3 actor
+    buf<double> lout(be, 1);
+    const double l = td3_actor_loss(be, q1.cview(), g1h.view());
+    reset_host_sync_counts();
+    td3_actor_loss(be, lout.view(), q1.cview(), g1d.view());
+    CHECK(host_sync_counts().total() == 0);
+    CHECK(same_bits(lout.get(0), l));
+    CHECK(g1d.to_host() == g1h.to_host());
+    if constexpr (!rlk_test::on_cuda) {
+      CHECK(same_bits(l, -detail::vb_reduce(be, b, detail::td3_actor_term<T>{q1.data()}).first / double(b)));
+    }
+  }
+}
+
+TEST_CASE("td_loss device form: out-of-range actions are left out and recorded in the flag", "[losses][dqn][device_form]") {
+  using T = float;
+  const auto be = backend();
+  const std::size_t b = 5000, a_n = 3;  // 5000: more than one warp and block on CUDA
+  std::mt19937_64 gen(4);
+  const auto q = make(uniform<T>(gen, b * a_n, -3, 3));
+  const auto y = make(uniform<T>(gen, b, -3, 3));
+  std::vector<std::int32_t> a_h(b);
+  for (auto& a : a_h) a = std::int32_t(gen() % a_n);
+  std::vector<std::int32_t> bad_h = a_h;
+  bad_h[4321] = 7;
+  bad_h[1234] = -2;  // the first bad one
+  bad_h[4999] = 3;
+  const auto actions = make(a_h), bad = make(bad_h);
+  const td_loss_options<T> o{td_loss_kind::huber, T(1)};
+  buf<td_loss_result> out(be, 1);
+  buf<action_range_flag> flag(be, 1);
+  buf<T> td(be, b), g(be, b * a_n);
+  td.assign(std::vector<T>(b, T(9)));
+  reset_host_sync_counts();
+  td_loss(be, out.view(), q.cview(), a_n, bad.cview(), y.cview(), {}, o, td.view(), g.view(), flag.view());
+  CHECK(host_sync_counts().total() == 0);
+  const action_range_flag f = flag.get(0);
+  CHECK(f.bad == 1235);
+  CHECK(f.value == -2);
+  CHECK(f.num_actions == a_n);
+  // The bad samples count as zero: the sums equal those of the good samples alone.
+  const auto td_host = td.to_host(), g_host = g.to_host();
+  CHECK(td_host[1234] == 0);
+  CHECK(td_host[4321] == 0);
+  CHECK(g_host[4999 * a_n + 2] == 0);
+  std::vector<T> w_h(b, T(1));
+  for (std::size_t i : {std::size_t(1234), std::size_t(4321), std::size_t(4999)}) w_h[i] = T(0);
+  std::vector<std::int32_t> fixed = bad_h;
+  for (std::size_t i : {std::size_t(1234), std::size_t(4321), std::size_t(4999)}) fixed[i] = 0;
+  const auto w = make(w_h);
+  const auto fixed_actions = make(fixed);
+  const td_loss_result want = td_loss(be, q.cview(), a_n, fixed_actions.cview(), y.cview(), w.cview(), o);
+  CHECK(out.get(0).loss == Approx(want.loss).epsilon(1e-12));
+  // A second failing call keeps the first record; check_action_range reports it once, with the host form's message.
+  td_loss(be, out.view(), q.cview().subview(4000 * a_n, 1000 * a_n), a_n, bad.cview().subview(4000, 1000), y.cview().subview(4000, 1000), {}, o,
+          view<T>(), view<T>(), flag.view());
+  CHECK(flag.get(0).bad == 1235);
+  CHECK_THROWS_WITH(check_action_range(be, flag.view()),
+                    Catch::Contains("rlkernels::td_loss: actions[1234] = -2 is out of range [0, 3)"));
+  CHECK(flag.get(0).bad == 0);
+  CHECK_NOTHROW(check_action_range(be, flag.view()));
+  CHECK_THROWS_WITH(td_loss(be, q.cview(), a_n, bad.cview(), y.cview(), {}, o),
+                    Catch::Contains("rlkernels::td_loss: actions[1234] = -2 is out of range [0, 3)"));
+  // Good actions: the flag stays clear.
+  td_loss(be, out.view(), q.cview(), a_n, actions.cview(), y.cview(), {}, o, view<T>(), view<T>(), flag.view());
+  CHECK(flag.get(0).bad == 0);
+  CHECK_THROWS_AS(td_loss(be, view<td_loss_result>(), q.cview(), a_n, actions.cview(), y.cview(), {}, o),
+                  std::invalid_argument);
+  buf<action_range_flag> two(be, 2);
+  CHECK_THROWS_AS(td_loss(be, out.view(), q.cview(), a_n, actions.cview(), y.cview(), {}, o, view<T>(), view<T>(), two.view()),
+                  std::invalid_argument);
 }

@@ -1025,4 +1025,80 @@ TEST_CASE("mlp: moving a network moves its state (and, on CUDA, its cuBLAS handl
   fresh.forward(x.cview(), ws_f);
   fresh.backward(x.cview(), dy.cview(), ws_f);
   CHECK(same_bits(c.gradients_to_host(), fresh.gradients_to_host()));
+// ---- Device forms of global_norm and clip_grad_norm (the norm stays in backend memory) ----
+
+TEMPLATE_TEST_CASE("global_norm and clip_grad_norm device forms: the host forms' bits, no host wait", "[nn][optim][device_form]",
+                   float, double) {
+  using T = TestType;
+  REQUIRE(rlk::host_sync_counting_enabled);
+  const auto be = rlk_test::backend();
+  std::mt19937 gen(19);
+  const std::vector<T> a0 = cast<T>(normal_vector(9000, gen, 0.3)), b0 = cast<T>(normal_vector(17, gen, 2.0)),
+                       c0 = cast<T>(normal_vector(3, gen, 5.0));
+  auto a = make(a0), b = make(b0), c = make(c0);
+  buffer<T, B> empty;
+  auto out = rlk_test::zeros<double>(1);
+  const double host = rlk::global_norm(be, {a.cview(), b.cview(), empty.cview(), c.cview()});
+  rlk::reset_host_sync_counts();
+  rlk::global_norm(be, out.view(), {a.cview(), b.cview(), empty.cview(), c.cview()});
+  CHECK(rlk::host_sync_counts().total() == 0);
+  const double dev = out.get(0);
+  CHECK(std::memcmp(&dev, &host, sizeof(double)) == 0);
+  if constexpr (!rlk_test::on_cuda) {  // today's host computation: sums in argument order
+    double ss = 0.0;
+    for (const auto* v : {&a, &b, &c})
+      ss += rlk::detail::deterministic_sum(be, v->size(), rlk::detail::square_term<T>{v->data()}, 0.0,
+                                           rlk::detail::plus_double{});
+    CHECK(std::memcmp(&dev, &host, sizeof(double)) == 0);
+    const double want = std::sqrt(ss);
+    CHECK(std::memcmp(&want, &host, sizeof(double)) == 0);
+  }
+  // More arrays than the fixed scratch holds.
+  const double host10 = rlk::global_norm(be, {b.cview(), c.cview(), b.cview(), c.cview(), b.cview(), c.cview(), b.cview(),
+                                              c.cview(), b.cview(), a.cview()});
+  rlk::global_norm(be, out.view(), {b.cview(), c.cview(), b.cview(), c.cview(), b.cview(), c.cview(), b.cview(), c.cview(),
+                                    b.cview(), a.cview()});
+  CHECK(out.get(0) == host10);
+  double ss10 = 0;
+  for (int k = 0; k < 5; ++k)
+    for (T x : b0) ss10 += double(x) * double(x);
+  for (int k = 0; k < 4; ++k)
+    for (T x : c0) ss10 += double(x) * double(x);
+  for (T x : a0) ss10 += double(x) * double(x);
+  CHECK(host10 == Approx(std::sqrt(ss10)).epsilon(1e-12));
+
+  for (double max_norm : {0.5 * host, 2.0 * host}) {
+    INFO("max_norm " << max_norm);
+    auto a1 = make(a0), b1 = make(b0), c1 = make(c0);
+    const double ret = rlk::clip_grad_norm(be, {a1.view(), b1.view(), c1.view()}, max_norm);
+    auto a2 = make(a0), b2 = make(b0), c2 = make(c0);
+    rlk::reset_host_sync_counts();
+    rlk::clip_grad_norm(be, out.view(), {a2.view(), b2.view(), c2.view()}, max_norm);
+    CHECK(rlk::host_sync_counts().total() == 0);
+    CHECK(out.get(0) == ret);
+    CHECK(same_bits(a2.to_host(), a1.to_host()));
+    CHECK(same_bits(b2.to_host(), b1.to_host()));
+    CHECK(same_bits(c2.to_host(), c1.to_host()));
+    if (max_norm < host) {  // scaled by T(max_norm / (norm + 1e-6)), as before
+      const T factor = T(max_norm / (host + 1e-6));
+      std::vector<T> want = b0;
+      for (T& x : want) x *= factor;
+      CHECK(same_bits(b2.to_host(), want));
+    } else {
+      CHECK(same_bits(a2.to_host(), a0));
+    }
+  }
+  // A NaN: the device form leaves the gradients unchanged and reports the norm; the host form throws.
+  std::vector<T> b_bad = b0;
+  b_bad[2] = std::numeric_limits<T>::quiet_NaN();
+  b.assign(b_bad);
+  rlk::clip_grad_norm(be, out.view(), {a.view(), b.view()}, 1e-3);
+  CHECK(std::isnan(out.get(0)));
+  CHECK(same_bits(a.to_host(), a0));
+  CHECK_THROWS_AS(rlk::clip_grad_norm(be, {a.view(), b.view()}, 1e-3), rlk::error);
+  CHECK(std::isnan(rlk::clip_grad_norm(be, {a.view(), b.view()}, 1e-3, false)));
+  CHECK(same_bits(a.to_host(), a0));
+  CHECK_THROWS_AS(rlk::clip_grad_norm(be, out.view(), {a.view()}, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(rlk::clip_grad_norm(be, rlk::view<double>(), {a.view()}, 1.0), std::invalid_argument);
+  CHECK_THROWS_AS(rlk::global_norm(be, out.view(), {a.cview(), rlk::view<const T>(nullptr, 3)}), std::invalid_argument);
 }

@@ -10,6 +10,7 @@
 #include "../core/random.hpp"
 #include "../envs/env.hpp"
 #include "../envs/vec_env.hpp"
+#include "../losses/sac.hpp"
 #include "common.hpp"
 
 #include <cmath>
@@ -165,19 +166,75 @@ struct env_step_outcome {
   double episode_length_sum = 0;  ///< sum of their lengths
 };
 
+/// What an off-policy iteration leaves in backend memory for its one host read.
+struct env_step_record {
+  episode_statistics episodes;     // the episodes that ended in the iteration's env step
+  unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+};
+
 /// Steps `env` with `actions` [N, D] in [-1, 1] (mapped to the env's Box bounds through
 /// `env_actions`), stores (s, a in [-1, 1], r, s', terminated, truncated) in `replay` (s copied
-/// aside into `obs_before` first) and collects the episodes that ended.
+/// aside into `obs_before` first) and writes the statistics of the episodes that ended to
+/// `record` in backend memory. Nothing waits for the host: the action check is deferred
+/// (vec_env::step_deferred); read_step_outcome() reads both at the end of the iteration.
 template <class Env, class Backend, class VecEnv, class Replay, class T>
-env_step_outcome step_and_store(const Backend& backend, VecEnv& env, Replay& replay, view<const T> actions,
-                                view<T> env_actions, view<T> obs_before) {
+void step_and_store(const Backend& backend, VecEnv& env, Replay& replay, view<const T> actions, view<T> env_actions,
+                    view<T> obs_before, env_step_record* record) {
   const std::size_t nd = actions.size();
   copy(backend, env.observations().cview(), obs_before);
   for_each_index(backend, nd, to_env_action_kernel<T>{actions.data(), env_actions.data(), Env::action_low, Env::action_high});
-  env.step(view<const T>(env_actions.subview(0, nd)));
+  env.step_deferred(view<const T>(env_actions.subview(0, nd)));
   replay.add(view<const T>(obs_before), actions, env);
-  const episode_statistics ep = env.get_episode_statistics();
-  if (ep.count) env.clear_episode_statistics();
+  env.episode_statistics_into(view<episode_statistics>(&record->episodes, 1));
+  env.clear_episode_statistics();
+}
+
+/// What a SAC or TD3 iteration leaves in backend memory for its one host read at the end.
+struct actor_critic_device_stats {
+  env_step_record step;           // the env step's episodes and action flag
+  twin_critic_loss_result critic;  // the last critic step's loss
+  sac_actor_loss_result actor;     // the last actor step's loss (TD3: loss only)
+  std::uint64_t bad_step;          // the first critic step (1-based, of the run) with a non-finite loss; 0: none
+  double bad_loss;                 // that loss
+  std::uint32_t bad_part;          // 1: the critic loss, 2: the actor loss
+};
+
+/// Starts an iteration's divergence check (one index).
+struct ac_start_kernel {
+  actor_critic_device_stats* s;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { s->bad_step = 0; }
+};
+/// Remembers the first non-finite critic (part 1) or actor (part 2) loss (one index).
+struct ac_divergence_kernel {
+  actor_critic_device_stats* s;
+  std::uint64_t step;
+  std::uint32_t part;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const double l = part == 1 ? s->critic.loss : s->actor.loss;
+    if (!(l - l == 0.0) && s->bad_step == 0) {
+      s->bad_step = step;
+      s->bad_loss = l;
+      s->bad_part = part;
+    }
+  }
+};
+
+/// The end of an off-policy iteration, its one host read: the statistics in `stats` (the episodes
+/// step_and_store left there, the losses) and the deferred action check (throws invalid_action
+/// naming the env and value); throws rlkernels::error, naming `who`, if a loss diverged.
+template <class VecEnv, class Stats>
+actor_critic_device_stats read_iteration(VecEnv& env, Stats& stats, const char* who) {
+  stage_action_flag(env, &stats.data()->step.action_flag);
+  const actor_critic_device_stats d = stats.get(0);
+  raise_if_flagged(env, d.step.action_flag);
+  RLK_EXPECTS(d.bad_step == 0, error, who, ": the ", d.bad_part == 1 ? "critic" : "actor", " loss is ", d.bad_loss,
+              " at gradient step ", d.bad_step, " (training diverged)");
+  return d;
+}
+
+/// The episodes of an iteration's env step.
+inline env_step_outcome outcome_of(const actor_critic_device_stats& d) {
+  const episode_statistics& ep = d.step.episodes;
   return {ep.count, ep.mean_return * double(ep.count), ep.mean_length * double(ep.count)};
 }
 

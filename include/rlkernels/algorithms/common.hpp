@@ -7,9 +7,11 @@
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../core/reduce.hpp"
 #include "../envs/vec_env.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +72,54 @@ class return_window {
 
 namespace detail {
 
+/// Wall-clock marks inside a training iteration that cost no host wait: steady_clock on the host
+/// backends (their work is done when the call returns), CUDA events recorded on the stream on
+/// CUDA, whose times are read after the iteration's final host read has waited for them anyway.
+template <class Backend>
+class phase_timer {
+ public:
+  explicit phase_timer(const Backend&) {}
+  /// Records mark k (0 .. 2).
+  void mark(int k) { marks_[k] = std::chrono::steady_clock::now(); }
+  /// Seconds from mark a to mark b (after the stream has reached mark b).
+  double seconds(int a, int b) const { return std::chrono::duration<double>(marks_[b] - marks_[a]).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point marks_[3];
+};
+
+#if RLK_HAS_CUDA
+template <>
+class phase_timer<cuda_backend> {
+ public:
+  explicit phase_timer(const cuda_backend& backend) : stream_(backend.stream) {}
+  phase_timer(const phase_timer&) = delete;
+  phase_timer& operator=(const phase_timer&) = delete;
+  phase_timer(phase_timer&& other) noexcept : stream_(other.stream_) {
+    for (int k = 0; k < 3; ++k) std::swap(events_[k], other.events_[k]);
+  }
+  phase_timer& operator=(phase_timer&&) = delete;
+  ~phase_timer() {
+    for (cudaEvent_t e : events_)
+      if (e) (void)cudaEventDestroy(e);
+  }
+  void mark(int k) {
+    if (!events_[k]) RLK_CUDA_CHECK(cudaEventCreate(&events_[k]));
+    RLK_CUDA_CHECK(cudaEventRecord(events_[k], stream_));
+  }
+  double seconds(int a, int b) const {
+    RLK_CUDA_CHECK(cudaEventSynchronize(events_[b]));  // already complete after the iteration's read
+    float ms = 0;
+    RLK_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[a], events_[b]));
+    return double(ms) / 1000.0;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t events_[3] = {nullptr, nullptr, nullptr};
+};
+#endif
+
 /// actions[i] = argmax_a values[i, a] (the lowest index among ties, like torch.argmax): the greedy
 /// action of a categorical policy's logits or of a Q-network's values [B, A].
 template <class T>
@@ -129,9 +179,61 @@ class hyperparameter_lines {
   std::ostringstream out_;
 };
 
+/// Copies `env`'s deferred action flag (vec_env::deferred_error_flag) to `dst` in backend memory,
+/// next to a loop's statistics, so that one host read brings both.
+template <class VecEnv>
+void stage_action_flag(VecEnv& env, unsigned long long* dst) {
+  copy(env.backend(), env.deferred_error_flag(), view<unsigned long long>(dst, 1));
+}
+/// After that read: throws the deferred invalid_action when the flag was set (one more read).
+template <class VecEnv>
+void raise_if_flagged(VecEnv& env, unsigned long long flag) {
+  if (flag != ~0ull) env.check_deferred_actions();
+}
+
+/// What an evaluation poll reads: the episodes still running and the env's deferred action flag.
+struct evaluation_poll {
+  std::uint64_t remaining;
+  unsigned long long action_flag;
+};
+
+/// One evaluation step's bookkeeping, per env: the reward joins the running return until the
+/// env's first episode ends; then the return is kept and the env counts as finished.
+template <class T>
+struct evaluation_step_kernel {
+  const T* rewards;
+  const std::uint8_t* terminated;
+  const std::uint8_t* truncated;
+  double* running;
+  double* returns;
+  std::uint8_t* finished;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    if (finished[i]) return;
+    running[i] += double(rewards[i]);
+    if (terminated[i] || truncated[i]) {
+      finished[i] = 1;
+      returns[i] = running[i];
+    }
+  }
+};
+struct unfinished_term {
+  const std::uint8_t* finished;
+  RLK_HOST_DEVICE std::uint64_t operator()(std::size_t i) const { return finished[i] ? 0u : 1u; }
+};
+struct plus_u64 {
+  RLK_HOST_DEVICE std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return a + b; }
+};
+
 /// Runs `episodes` fresh envs (seeded with `seed`) until each has finished one episode, asking
 /// `act(observations [n, obs] (a view into the env's array), actions [n, width], first_env, step)`
 /// for the actions of envs [first_env, first_env + n) in chunks of at most `chunk` rows.
+///
+/// Host round trips: returns, finished flags and the action check stay in backend memory; the
+/// host asks how many episodes are still running (and whether an action was invalid) only after
+/// steps 8, 16, 32, ... (doubling) and at max_steps, so a batch whose longest episode has L steps
+/// costs about log2(L / 8) + 1 such reads plus the final copy of the returns, whatever the number
+/// of episodes. The host backends poll after every step without counting it (free there; the envs
+/// then stop exactly when the last episode ends) and count the reads CUDA makes.
 template <class Env, class Backend, class Act>
 policy_evaluation evaluate_policy(const Backend& backend, const typename Env::Params& params, std::size_t episodes,
                                   std::uint64_t seed, std::size_t chunk, std::size_t max_steps, const char* who,
@@ -143,34 +245,49 @@ policy_evaluation evaluate_policy(const Backend& backend, const typename Env::Pa
   constexpr std::size_t width = std::size_t(env_type::action_width);
   RLK_EXPECTS(episodes >= 1, std::invalid_argument, who, ": episodes must be >= 1");
   RLK_EXPECTS(chunk >= 1, std::invalid_argument, who, ": chunk must be >= 1");
+  RLK_EXPECTS(max_steps >= 1, std::invalid_argument, who, ": max_steps must be >= 1");
   policy_evaluation result;
-  result.returns.assign(episodes, 0.0);
-  std::vector<char> finished(episodes, 0);
-  std::size_t remaining = episodes;
   env_type env(backend, episodes, seed, params);
   buffer<A, Backend> actions(backend, episodes * width);
-  std::vector<double> running(episodes, 0.0);
-  for (std::size_t step = 0; remaining > 0; ++step) {
-    RLK_EXPECTS(step < max_steps, error, who, ": ", remaining, " of ", episodes,
-                " evaluation episodes did not end within ", max_steps, " steps");
+  buffer<double, Backend> running(backend, episodes), returns(backend, episodes);
+  buffer<std::uint8_t, Backend> finished(backend, episodes);
+  buffer<evaluation_poll, Backend> poll(backend, 1);
+  const auto read_poll = [&](bool counted) {
+    deterministic_sum_into(backend, episodes, unfinished_term{finished.data()}, std::uint64_t(0), plus_u64{},
+                           &poll.data()->remaining);
+    stage_action_flag(env, &poll.data()->action_flag);
+    if constexpr (is_host_backend_v<Backend>) {
+      if (!counted) return *poll.data();
+    }
+    return poll.get(0);
+  };
+  std::uint64_t left = episodes;
+  std::size_t next_poll = 8;
+  for (std::size_t step = 0; left > 0; ++step) {
     for (std::size_t first = 0; first < episodes; first += chunk) {
       const std::size_t n = std::min(chunk, episodes - first);
       act(env.observations().cview().subview(first * obs, n * obs), actions.view().subview(first * width, n * width),
           first, step);
     }
-    env.step(actions.cview());
-    const std::vector<T> r = env.rewards().to_host();
-    const std::vector<std::uint8_t> te = env.terminated().to_host(), tr = env.truncated().to_host();
-    for (std::size_t i = 0; i < episodes; ++i) {
-      if (finished[i]) continue;
-      running[i] += double(r[i]);
-      if (te[i] || tr[i]) {
-        finished[i] = 1;
-        result.returns[i] = running[i];
-        --remaining;
+    env.step_deferred(actions.cview());
+    for_each_index(backend, episodes,
+                   evaluation_step_kernel<T>{env.rewards().data(), env.terminated().data(), env.truncated().data(),
+                                             running.data(), returns.data(), finished.data()});
+    const bool scheduled = step + 1 == next_poll || step + 1 >= max_steps;
+    if (scheduled) next_poll *= 2;
+    if (scheduled || is_host_backend_v<Backend>) {
+      const evaluation_poll p = read_poll(scheduled);
+      left = p.remaining;
+      if (scheduled || p.action_flag != ~0ull || left == 0) {
+        // On the host, an unscheduled poll that ends the loop stands for CUDA's next poll.
+        if (!scheduled) count_host_sync(host_sync_kind::read);
+        raise_if_flagged(env, p.action_flag);
+        RLK_EXPECTS(left == 0 || step + 1 < max_steps, error, who, ": ", left, " of ", episodes,
+                    " evaluation episodes did not end within ", max_steps, " steps");
       }
     }
   }
+  result.returns = returns.to_host();
   double sum = 0, sq = 0;
   result.min = result.max = result.returns[0];
   for (double x : result.returns) {

@@ -262,6 +262,35 @@ struct dqn_plus {
   RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
 };
 
+/// What an iteration leaves in backend memory for the host to read once at its end.
+struct dqn_device_stats {
+  episode_statistics episodes;  // the episodes completed in the iteration's env step
+  td_loss_result loss;          // the last gradient step's TD loss
+  double q_sum;                 // sum of Q(s_i, a_i) over the last gradient step's batch
+  double grad_norm;             // the last gradient step's norm before clipping
+  std::uint64_t bad_step;       // the first gradient step (1-based, of the run) with a non-finite loss; 0: none
+  double bad_loss;              // that loss
+  unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+};
+
+/// Remembers the first gradient step whose loss is not finite (one index; bad_step is cleared at
+/// the start of each iteration).
+struct dqn_divergence_kernel {
+  dqn_device_stats* s;
+  std::uint64_t step;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const double l = s->loss.loss;
+    if (!(l - l == 0.0) && s->bad_step == 0) {
+      s->bad_step = step;
+      s->bad_loss = l;
+    }
+  }
+};
+struct dqn_start_kernel {
+  dqn_device_stats* s;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { s->bad_step = 0; }
+};
+
 /// Purposes of derive_key in DQN.
 enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn_key_replay = 3, dqn_key_evaluation = 4 };
 
@@ -286,10 +315,10 @@ enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn
 /// (rng(key, gradient step, sample)) are pure functions of the seed, and every reduction has a fixed
 /// order. On CUDA a run is deterministic on one GPU model but not bit-equal to the host.
 ///
-/// CUDA: all arrays stay in device memory. The host waits for the device once per iteration for
-/// the env step's action check and the episode statistics, and once per gradient step for the
-/// loss (and, with prioritized replay, for the batch's smallest priority and the priority check);
-/// no batch is copied to the host.
+/// CUDA: all arrays stay in device memory. The env step's action check (vec_env::step_deferred),
+/// the episode statistics and the batch statistics stay on the device and are read once at the
+/// end of each iteration (docs/training.md, "Host round trips per iteration", has the counts); no
+/// batch is copied to the host.
 template <class Env, class Backend>
 class dqn {
  public:
@@ -318,7 +347,7 @@ class dqn {
         batch_(backend, config_.batch_size, observation_size, action_width),
         observations_(backend, config_.num_envs * std::size_t(observation_size)), actions_(backend, config_.num_envs),
         targets_(backend, config_.batch_size), td_errors_(backend, config_.batch_size),
-        grad_q_(backend, config_.batch_size * std::size_t(num_actions)) {
+        grad_q_(backend, config_.batch_size * std::size_t(num_actions)), device_stats_(backend, 1) {
     if (config_.prioritized) {
       prioritized_replay_params p;
       p.alpha = config_.per_alpha;
@@ -369,8 +398,13 @@ class dqn {
   /// @brief One DQN iteration: one epsilon-greedy step of every env, its N transitions into the
   /// replay buffer, then the gradient steps and target updates that became due (see dqn_config's
   /// counting); saves an automatic checkpoint when config().checkpoint_every says so.
-  /// @throw std::logic_error if training is already done(); rlkernels::error if the loss becomes
-  ///        NaN or infinite (diverged training: the parameters are not stepped with it)
+  /// Host round trips: one read at the end of the iteration (its statistics, the env step's
+  /// deferred action check and the divergence check together), whatever the numbers of envs and
+  /// gradient steps.
+  /// @throw std::logic_error if training is already done(); rlkernels::error at the end of the
+  ///        iteration if a TD loss became NaN or infinite (diverged training; the message names
+  ///        the first such gradient step, and the parameters are not usable); invalid_action if an
+  ///        action was invalid (the envs stopped stepping at that step)
   dqn_iteration_stats iterate() {
     RLK_EXPECTS(!done(), std::logic_error, "rlkernels::dqn::iterate: training is done (", global_step_,
                 " of total_timesteps ", config_.total_timesteps, " env steps taken)");
@@ -385,20 +419,18 @@ class dqn {
     copy(backend_, env_.observations().cview(), observations_.view());
     select_actions(observations_.cview(), actions_.view(), stats.epsilon,
                    detail::derive_key(config_.seed, detail::dqn_key_exploration), 0, iteration_ - 1);
-    env_.step(actions_.cview());
+    env_.step_deferred(actions_.cview());  // checked once, at the end of the iteration
     if (per_) {
       per_->add(observations_.cview(), actions_.cview(), env_);
     } else {
       uniform_->add(observations_.cview(), actions_.cview(), env_);
     }
     global_step_ += n;
-    const episode_statistics ep = env_.get_episode_statistics();
+    env_.episode_statistics_into(view<episode_statistics>(&device_stats_.data()->episodes, 1));
     env_.clear_episode_statistics();
-    stats.episodes = ep.count;
-    stats.episode_return_sum = ep.mean_return * double(ep.count);
-    stats.episode_length_sum = ep.mean_length * double(ep.count);
 
     // The updates due at global steps t .. t + N - 1, in order.
+    detail::run_once(backend_, detail::dqn_start_kernel{device_stats_.data()});
     if (per_) stats.beta = config_.beta(t);
     for (std::uint64_t s = t; s < t + n; ++s) {
       if (s <= config_.learning_starts) continue;
@@ -412,6 +444,21 @@ class dqn {
                       T(config_.tau));
         ++stats.target_updates;
       }
+    }
+    // The iteration's one host read: the statistics and the deferred action check together.
+    detail::stage_action_flag(env_, &device_stats_.data()->action_flag);
+    const detail::dqn_device_stats d = device_stats_.get(0);
+    detail::raise_if_flagged(env_, d.action_flag);
+    RLK_EXPECTS(d.bad_step == 0, error, "rlkernels::dqn::iterate: the TD loss is ", d.bad_loss, " at gradient step ",
+                d.bad_step, " (diverged training)");
+    stats.episodes = d.episodes.count;
+    stats.episode_return_sum = d.episodes.mean_return * double(d.episodes.count);
+    stats.episode_length_sum = d.episodes.mean_length * double(d.episodes.count);
+    if (stats.gradient_steps > 0) {
+      stats.q_loss = d.loss.loss;
+      stats.mean_abs_td_error = d.loss.mean_abs_td_error;
+      stats.q_mean = d.q_sum / double(config_.batch_size);
+      if (config_.max_grad_norm > 0) stats.grad_norm = d.grad_norm;
     }
     stats.global_step = global_step_;
     if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
@@ -465,42 +512,12 @@ class dqn {
   ///        prioritized buffer's sample)
   /// @throw std::invalid_argument if the batch has another size or shape
   dqn_loss loss_and_gradients(const batch_type& batch) {
-    constexpr const char* who = "rlkernels::dqn::loss_and_gradients";
-    const std::size_t b = config_.batch_size, a = std::size_t(num_actions);
-    RLK_EXPECTS(batch.size() == b, std::invalid_argument, who, ": the batch has ", batch.size(),
-                " transitions, the config's batch_size is ", b);
-    RLK_EXPECTS(batch.observation_size() == observation_size, std::invalid_argument, who,
-                ": the batch has observation_size ", batch.observation_size(), ", the env ", observation_size);
-    const T gamma = T(config_.gamma);
-    // ---- targets y (no gradient) ----
-    const view<const T> next_obs = batch.next_observations.cview();
-    const view<const T> q_next_target = target_.forward(next_obs, target_ws_);
-    if (config_.double_q) {
-      const view<const T> q_next_online = q_.forward(next_obs, q_next_ws_);
-      double_q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_online,
-                                q_next_target, a, gamma, targets_.view(), batch.discounts.cview());
-    } else {
-      q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_target, a, gamma,
-                         targets_.view(), batch.discounts.cview());
-    }
-    // ---- TD loss of Q(s, a) and its gradient through the network ----
-    const view<const T> obs = batch.observations.cview();
-    const view<const T> q = q_.forward(obs, q_ws_);
-    const view<const std::int32_t> actions = batch.actions.cview();
-    td_loss_options<T> options;
-    options.kind = config_.loss;
-    options.huber_delta = T(config_.huber_delta);
-    const view<const T> weights = config_.prioritized ? batch.weights.cview() : view<const T>{};
-    const td_loss_result r =
-        td_loss(backend_, q, a, actions, targets_.cview(), weights, options, td_errors_.view(), grad_q_.view());
-    q_.backward(obs, grad_q_.cview(), q_ws_);
+    td_loss_and_gradients(batch);
+    const detail::dqn_device_stats d = device_stats_.get(0);  // one host read
     dqn_loss out;
-    out.loss = r.loss;
-    out.mean_abs_td_error = r.mean_abs_td_error;
-    out.q_mean = detail::deterministic_sum(detail::light_backend(backend_), b,
-                                           detail::taken_q_term<T>{q.data(), actions.data(), a}, 0.0,
-                                           detail::dqn_plus{}) /
-                 double(b);
+    out.loss = d.loss.loss;
+    out.mean_abs_td_error = d.loss.mean_abs_td_error;
+    out.q_mean = d.q_sum / double(config_.batch_size);
     return out;
   }
 
@@ -537,6 +554,44 @@ class dqn {
   void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
 
  private:
+  /// loss_and_gradients without a host wait: the loss and the sum of Q(s, a) go to device_stats_
+  /// in backend memory. The batch's actions come from the replay buffer, which holds only actions
+  /// the env accepted, so td_loss does not check them again.
+  void td_loss_and_gradients(const batch_type& batch) {
+    constexpr const char* who = "rlkernels::dqn::loss_and_gradients";
+    const std::size_t b = config_.batch_size, a = std::size_t(num_actions);
+    RLK_EXPECTS(batch.size() == b, std::invalid_argument, who, ": the batch has ", batch.size(),
+                " transitions, the config's batch_size is ", b);
+    RLK_EXPECTS(batch.observation_size() == observation_size, std::invalid_argument, who,
+                ": the batch has observation_size ", batch.observation_size(), ", the env ", observation_size);
+    const T gamma = T(config_.gamma);
+    // ---- targets y (no gradient) ----
+    const view<const T> next_obs = batch.next_observations.cview();
+    const view<const T> q_next_target = target_.forward(next_obs, target_ws_);
+    if (config_.double_q) {
+      const view<const T> q_next_online = q_.forward(next_obs, q_next_ws_);
+      double_q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_online,
+                                q_next_target, a, gamma, targets_.view(), batch.discounts.cview());
+    } else {
+      q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_target, a, gamma,
+                         targets_.view(), batch.discounts.cview());
+    }
+    // ---- TD loss of Q(s, a) and its gradient through the network ----
+    const view<const T> obs = batch.observations.cview();
+    const view<const T> q = q_.forward(obs, q_ws_);
+    const view<const std::int32_t> actions = batch.actions.cview();
+    td_loss_options<T> options;
+    options.kind = config_.loss;
+    options.huber_delta = T(config_.huber_delta);
+    const view<const T> weights = config_.prioritized ? batch.weights.cview() : view<const T>{};
+    td_loss(backend_, view<td_loss_result>(&device_stats_.data()->loss, 1), q, a, actions, targets_.cview(), weights,
+            options, td_errors_.view(), grad_q_.view());
+    q_.backward(obs, grad_q_.cview(), q_ws_);
+    detail::deterministic_sum_into(detail::light_backend(backend_), b,
+                                   detail::taken_q_term<T>{q.data(), actions.data(), a}, 0.0, detail::dqn_plus{},
+                                   &device_stats_.data()->q_sum);
+  }
+
   static dqn_config checked(dqn_config c) {
     c.validate();
     return c;
@@ -581,17 +636,16 @@ class dqn {
     } else {
       uniform_->sample(key, draw, batch_, config_.n_step, T(config_.gamma));
     }
-    const dqn_loss l = loss_and_gradients(batch_);
-    RLK_EXPECTS(std::isfinite(l.loss), error, "rlkernels::dqn::iterate: the TD loss is ", l.loss, " at gradient step ",
-                gradient_step_ + 1, " (diverged training); the parameters were left unchanged");
-    if (config_.max_grad_norm > 0) stats.grad_norm = clip_grad_norm(backend_, {q_.gradients()}, config_.max_grad_norm);
+    td_loss_and_gradients(batch_);
+    detail::run_once(backend_, detail::dqn_divergence_kernel{device_stats_.data(), gradient_step_ + 1});
+    if (config_.max_grad_norm > 0) {
+      clip_grad_norm(backend_, view<double>(&device_stats_.data()->grad_norm, 1), {q_.gradients()},
+                     config_.max_grad_norm);
+    }
     opt_.step(q_.parameters(), q_.gradients());
     if (per_) per_->update_priorities(batch_.indices.cview(), td_errors_.cview());
     ++gradient_step_;
     ++stats.gradient_steps;
-    stats.q_loss = l.loss;
-    stats.q_mean = l.q_mean;
-    stats.mean_abs_td_error = l.mean_abs_td_error;
   }
 
   Backend backend_;
@@ -608,6 +662,7 @@ class dqn {
   buffer<std::int32_t, Backend> actions_;    // [N] a_t
   buffer<T, Backend> targets_, td_errors_;   // [B]
   buffer<T, Backend> grad_q_;                // [B, A] d loss / d Q
+  buffer<detail::dqn_device_stats, Backend> device_stats_;  // [1] read once per iteration
   std::uint64_t global_step_ = 0, iteration_ = 0, gradient_step_ = 0;
 };
 

@@ -261,6 +261,44 @@ inline constexpr std::uint64_t ppo_key_actions = 1;
 inline constexpr std::uint64_t ppo_key_shuffle = 2;
 inline constexpr std::uint64_t ppo_key_evaluation = 3;
 
+/// What a PPO iteration leaves in backend memory for its one host read at the end.
+struct ppo_device_stats {
+  episode_statistics episodes;     // the rollout's completed episodes
+  ppo_policy_stats policy;         // the last minibatch's policy loss statistics
+  value_loss_stats value;          // the last minibatch's value loss
+  double entropy;                  // the last minibatch's mean entropy
+  double grad_norm;                // the last minibatch's global gradient norm before clipping
+  double clip_fraction_sum;        // sum over the iteration's minibatches of their clip fraction
+  std::uint64_t bad_step;          // 1-based gradient step of the iteration whose norm was not finite (0: none)
+  double bad_norm;                 // that norm
+  unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+};
+
+/// Starts an iteration's accumulators (one index).
+struct ppo_stats_start_kernel {
+  ppo_device_stats* s;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    s->clip_fraction_sum = 0.0;
+    s->bad_step = 0;
+    s->bad_norm = 0.0;
+  }
+};
+
+/// After gradient step `step` (1-based) of the iteration: adds its clip fraction and remembers the
+/// first non-finite gradient norm (one index).
+struct ppo_stats_accumulate_kernel {
+  ppo_device_stats* s;
+  std::uint64_t step;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    s->clip_fraction_sum += s->policy.clip_fraction;
+    const double n = s->grad_norm;
+    if (!(n - n == 0.0) && s->bad_step == 0) {
+      s->bad_step = step;
+      s->bad_norm = n;
+    }
+  }
+};
+
 template <class Env>
 constexpr int ppo_policy_outputs() {
   if constexpr (Env::action_space == action_kind::discrete) {
@@ -323,7 +361,7 @@ class ppo {
         grad_log_std_rows_(backend, discrete ? 0 : config_.minibatch_size() * std::size_t(action_width)),
         grad_entropy_(backend, config_.minibatch_size() * std::size_t(policy_outputs)),
         entropy_(backend, config_.minibatch_size()), grad_values_(backend, config_.minibatch_size()),
-        discounted_returns_(backend, config_.num_envs) {
+        discounted_returns_(backend, config_.num_envs), stats_(backend, 1), timer_(backend) {
     const double s2 = std::sqrt(2.0);
     actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
                       layer_init{weight_init::orthogonal, 0.01, 0.0});
@@ -356,12 +394,18 @@ class ppo {
   /// GAE, then update_epochs passes of minibatch updates of actor and critic; then, every
   /// config().checkpoint_every iterations, an automatic checkpoint (checkpoint_dir/ppo-STEP.rlkc
   /// with STEP the global step, the newest checkpoint_keep kept; see docs/checkpoints.md).
-  /// @throw std::logic_error if training is already done(); rlkernels::error if the gradients
-  ///        become NaN or infinite (diverged training: the iteration stops before any parameter
-  ///        is changed by that minibatch), or if the automatic checkpoint cannot be written (the
-  ///        iteration itself is complete then)
+  ///
+  /// Host round trips: one read at the end (the statistics, the rollout's deferred action check
+  /// and the divergence check together), one more per normaliser in use (its deferred check), and
+  /// one per epoch with target_kl > 0; none per env step or minibatch (docs/training.md, "Host
+  /// round trips per iteration").
+  /// @throw std::logic_error if training is already done(); invalid_action (at the end of the
+  ///        iteration) if the policy produced an invalid action (e.g. NaN): the envs stopped
+  ///        stepping at that step; rlkernels::error at the end of the iteration if a gradient
+  ///        norm became NaN or infinite (diverged training; the message names the gradient step,
+  ///        and the parameters are not usable), or if the automatic checkpoint cannot be written
+  ///        (the iteration itself is complete then)
   ppo_iteration_stats iterate() {
-    using clock = std::chrono::steady_clock;
     RLK_EXPECTS(!done(), std::logic_error, "rlkernels::ppo::iterate: training is done (", global_step_,
                 " of total_timesteps ", config_.total_timesteps, " env steps taken)");
     ppo_iteration_stats stats;
@@ -375,38 +419,50 @@ class ppo {
     if (!discrete) log_std_opt_.set_learning_rate(lr);
     stats.learning_rate = lr;
 
-    const auto t0 = clock::now();
+    timer_.mark(0);
     collect_rollout();
-    const episode_statistics ep = env_.get_episode_statistics();
+    env_.episode_statistics_into(view<episode_statistics>(&stats_.data()->episodes, 1));
     env_.clear_episode_statistics();
+    rollout_.compute_advantages(T(config_.gamma), T(config_.gae_lambda));
+    timer_.mark(1);
+
+    const std::size_t m = config_.minibatch_size();
+    detail::run_once(backend_, detail::ppo_stats_start_kernel{stats_.data()});
+    for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
+      rollout_.shuffle(detail::derive_key(config_.seed, detail::ppo_key_shuffle), shuffle_epoch_++);
+      for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
+        rollout_.gather_minibatch(k, m, minibatch_);
+        update_minibatch(++stats.gradient_steps);
+      }
+      // Early stop on the epoch's last approx KL: the only read inside an iteration, and only with
+      // target_kl > 0.
+      if (config_.target_kl > 0 && stats_.get(0).policy.approx_kl_k3 > config_.target_kl) break;
+    }
+    timer_.mark(2);
+    // The iteration's one host read: its statistics and the rollout's deferred action check.
+    detail::stage_action_flag(env_, &stats_.data()->action_flag);
+    const detail::ppo_device_stats d = stats_.get(0);
+    detail::raise_if_flagged(env_, d.action_flag);
+    // The normalisers' deferred checks of the rollout's batches: one read each, only when enabled.
+    if (config_.normalize_observations) obs_rms_.check();
+    if (config_.normalize_rewards) return_rms_.check();
+    RLK_EXPECTS(d.bad_step == 0, error, "rlkernels::ppo::iterate: the gradient norm is ", d.bad_norm,
+                " at gradient step ", d.bad_step, " of iteration ", iteration_,
+                " (a NaN or infinity in the gradients: training diverged)");
+    stats.policy_loss = d.policy.loss;
+    stats.value_loss = d.value.loss;
+    stats.entropy = d.entropy;
+    stats.approx_kl = d.policy.approx_kl_k3;
+    stats.grad_norm = d.grad_norm;
+    stats.clip_fraction = d.clip_fraction_sum / double(stats.gradient_steps);
+    const episode_statistics& ep = d.episodes;
     stats.episodes = ep.count;
     stats.episode_return_sum = ep.mean_return * double(ep.count);
     stats.episode_length_sum = ep.mean_length * double(ep.count);
-    rollout_.compute_advantages(T(config_.gamma), T(config_.gae_lambda));
-    synchronize(backend_);
-    const auto t1 = clock::now();
-
-    const std::size_t m = config_.minibatch_size();
-    double clip_fraction_sum = 0;
-    for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
-      rollout_.shuffle(detail::derive_key(config_.seed, detail::ppo_key_shuffle), shuffle_epoch_++);
-      double epoch_kl = 0;
-      for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
-        rollout_.gather_minibatch(k, m, minibatch_);
-        update_minibatch(stats);
-        clip_fraction_sum += stats.clip_fraction;
-        epoch_kl = stats.approx_kl;
-        ++stats.gradient_steps;
-      }
-      if (config_.target_kl > 0 && epoch_kl > config_.target_kl) break;
-    }
-    stats.clip_fraction = clip_fraction_sum / double(stats.gradient_steps);
-    synchronize(backend_);
-    const auto t2 = clock::now();
     global_step_ += config_.batch_size();
     stats.global_step = global_step_;
-    stats.rollout_seconds = std::chrono::duration<double>(t1 - t0).count();
-    stats.update_seconds = std::chrono::duration<double>(t2 - t1).count();
+    stats.rollout_seconds = timer_.seconds(0, 1);
+    stats.update_seconds = timer_.seconds(1, 2);
     if (checkpoints_ && iteration_ % config_.checkpoint_every == 0) {
       checkpoint c;
       bind_checkpoint(c);
@@ -526,68 +582,15 @@ class ppo {
   /// @param mb a minibatch of exactly config().minibatch_size() rows (rollout().gather_minibatch)
   /// @throw std::invalid_argument if mb has another size
   ppo_loss loss_and_gradients(const rollout_minibatch<T, action_type, Backend>& mb) {
-    const std::size_t m = config_.minibatch_size();
-    RLK_EXPECTS(mb.size() == m, std::invalid_argument, "rlkernels::ppo::loss_and_gradients: the minibatch has ",
-                mb.size(), " rows, the config's minibatch size is ", m);
-    const std::size_t a = std::size_t(policy_outputs);
-    const view<const T> obs = mb.observations.cview();
-    // ---- actor: clipped surrogate and entropy bonus ----
-    const view<const T> out = actor_.forward(obs, actor_ws_);
-    const view<T> grad_out = grad_policy_out_.view();
-    double entropy = 0;
-    ppo_policy_stats ps;
-    if constexpr (discrete) {
-      const categorical_view<T> dist{a, out, {}};
-      const view<const std::int32_t> actions = mb.actions.cview();
-      categorical_log_prob(backend_, dist, actions, new_log_probs_.view());
-      ps = ppo_policy_loss<Backend, T>(backend_, new_log_probs_.cview(), mb.log_probs.cview(),
-                                       mb.advantages.cview(), T(config_.clip_coef),
-                                       config_.normalize_advantages, grad_log_probs_.view());
-      // d loss / d logits = d loss / d log_probs * d log_probs / d logits.
-      categorical_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_probs_.cview());
-      if (config_.ent_coef > 0) {
-        entropy = categorical_mean_entropy(backend_, dist, entropy_.view(), grad_entropy_.view());
-        for_each_index(backend_, m * a, detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_out.data()});
-      } else {
-        entropy = categorical_mean_entropy(backend_, dist, entropy_.view());
-      }
-    } else {
-      const std::size_t d = std::size_t(action_width);
-      for_each_index(backend_, m * d, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), d});
-      const gaussian_view<T> dist{d, out, log_std_rows_.cview().subview(0, m * d)};
-      const view<const T> actions = mb.actions.cview();
-      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view());
-      ps = ppo_policy_loss<Backend, T>(backend_, new_log_probs_.cview(), mb.log_probs.cview(),
-                                       mb.advantages.cview(), T(config_.clip_coef),
-                                       config_.normalize_advantages, grad_log_probs_.view());
-      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_std_rows_.view(),
-                        grad_log_probs_.cview());
-      if (config_.ent_coef > 0) {
-        entropy = gaussian_mean_entropy(backend_, dist, entropy_.view(), grad_entropy_.view().subview(0, m * d));
-        for_each_index(backend_, m * d,
-                       detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_log_std_rows_.data()});
-      } else {
-        entropy = gaussian_mean_entropy(backend_, dist, entropy_.view());
-      }
-      // The log-std is shared by all rows: its gradient is the column sum.
-      for_each_index(backend_, d, detail::column_sum_kernel<T>{grad_log_std_rows_.data(), log_std_grad_.data(), m, d});
-    }
-    actor_.backward(obs, grad_policy_out_.cview(), actor_ws_);
-    // ---- critic: (clipped) value loss, weighted by vf_coef ----
-    const view<const T> values = critic_.forward(obs, critic_ws_);
-    const value_loss_stats vs = value_loss<Backend, T>(
-        backend_, values, mb.returns.cview(), mb.values.cview(),
-        config_.clip_value_loss ? value_loss_form::clipped_max : value_loss_form::plain, T(config_.clip_coef),
-        grad_values_.view());
-    for_each_index(backend_, m, detail::scale_kernel<T>{grad_values_.data(), T(config_.vf_coef)});
-    critic_.backward(obs, grad_values_.cview(), critic_ws_);
+    loss_and_gradients_into(mb);
+    const detail::ppo_device_stats d = stats_.get(0);  // one host read
     ppo_loss l;
-    l.policy_loss = ps.loss;
-    l.value_loss = vs.loss;
-    l.entropy = entropy;
-    l.total = ps.loss - config_.ent_coef * entropy + config_.vf_coef * vs.loss;
-    l.approx_kl = ps.approx_kl_k3;
-    l.clip_fraction = ps.clip_fraction;
+    l.policy_loss = d.policy.loss;
+    l.value_loss = d.value.loss;
+    l.entropy = d.entropy;
+    l.total = d.policy.loss - config_.ent_coef * d.entropy + config_.vf_coef * d.value.loss;
+    l.approx_kl = d.policy.approx_kl_k3;
+    l.clip_fraction = d.policy.clip_fraction;
     return l;
   }
 
@@ -597,6 +600,66 @@ class ppo {
   buffer<T, Backend>& log_std_gradients() noexcept { return log_std_grad_; }
 
  private:
+  view<ppo_policy_stats> policy_stats_view() noexcept { return {&stats_.data()->policy, 1}; }
+  view<value_loss_stats> value_stats_view() noexcept { return {&stats_.data()->value, 1}; }
+  view<double> entropy_view() noexcept { return {&stats_.data()->entropy, 1}; }
+
+  /// loss_and_gradients without a host wait: the loss statistics go to stats_ in backend memory.
+  void loss_and_gradients_into(const rollout_minibatch<T, action_type, Backend>& mb) {
+    const std::size_t m = config_.minibatch_size();
+    RLK_EXPECTS(mb.size() == m, std::invalid_argument, "rlkernels::ppo::loss_and_gradients: the minibatch has ",
+                mb.size(), " rows, the config's minibatch size is ", m);
+    const std::size_t a = std::size_t(policy_outputs);
+    const view<const T> obs = mb.observations.cview();
+    // ---- actor: clipped surrogate and entropy bonus ----
+    const view<const T> out = actor_.forward(obs, actor_ws_);
+    const view<T> grad_out = grad_policy_out_.view();
+    if constexpr (discrete) {
+      const categorical_view<T> dist{a, out, {}};
+      const view<const std::int32_t> actions = mb.actions.cview();
+      categorical_log_prob(backend_, dist, actions, new_log_probs_.view());
+      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), new_log_probs_.cview(), mb.log_probs.cview(),
+                                  mb.advantages.cview(), T(config_.clip_coef), config_.normalize_advantages,
+                                  grad_log_probs_.view());
+      // d loss / d logits = d loss / d log_probs * d log_probs / d logits.
+      categorical_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_probs_.cview());
+      if (config_.ent_coef > 0) {
+        categorical_mean_entropy(backend_, entropy_view(), dist, entropy_.view(), grad_entropy_.view());
+        for_each_index(backend_, m * a, detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_out.data()});
+      } else {
+        categorical_mean_entropy(backend_, entropy_view(), dist, entropy_.view());
+      }
+    } else {
+      const std::size_t d = std::size_t(action_width);
+      for_each_index(backend_, m * d, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), d});
+      const gaussian_view<T> dist{d, out, log_std_rows_.cview().subview(0, m * d)};
+      const view<const T> actions = mb.actions.cview();
+      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view());
+      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), new_log_probs_.cview(), mb.log_probs.cview(),
+                                  mb.advantages.cview(), T(config_.clip_coef), config_.normalize_advantages,
+                                  grad_log_probs_.view());
+      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_std_rows_.view(),
+                        grad_log_probs_.cview());
+      if (config_.ent_coef > 0) {
+        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy_.view(), grad_entropy_.view().subview(0, m * d));
+        for_each_index(backend_, m * d,
+                       detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_log_std_rows_.data()});
+      } else {
+        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy_.view());
+      }
+      // The log-std is shared by all rows: its gradient is the column sum.
+      for_each_index(backend_, d, detail::column_sum_kernel<T>{grad_log_std_rows_.data(), log_std_grad_.data(), m, d});
+    }
+    actor_.backward(obs, grad_policy_out_.cview(), actor_ws_);
+    // ---- critic: (clipped) value loss, weighted by vf_coef ----
+    const view<const T> values = critic_.forward(obs, critic_ws_);
+    value_loss<Backend, T>(backend_, value_stats_view(), values, mb.returns.cview(), mb.values.cview(),
+                           config_.clip_value_loss ? value_loss_form::clipped_max : value_loss_form::plain,
+                           T(config_.clip_coef), grad_values_.view());
+    for_each_index(backend_, m, detail::scale_kernel<T>{grad_values_.data(), T(config_.vf_coef)});
+    critic_.backward(obs, grad_values_.cview(), critic_ws_);
+  }
+
   static ppo_config checked(ppo_config c) {
     c.validate();
     return c;
@@ -618,7 +681,7 @@ class ppo {
   /// (updating the statistics when `update`) or the env's own array.
   view<const T> network_input(view<const T> raw, bool update) {
     if (!config_.normalize_observations) return raw;
-    if (update) obs_rms_.update(raw);
+    if (update) obs_rms_.update_unchecked(raw);  // checked once, at the end of the iteration
     obs_rms_.normalize(raw, obs_scratch_.view(), T(config_.observation_clip));
     return obs_scratch_.cview();
   }
@@ -654,7 +717,7 @@ class ppo {
       // V(s_t).
       copy(backend_, critic_.forward(stored, critic_ws_), rollout_.values_at(t));
       // Step; the env clips continuous actions to its bounds itself, and resets ended episodes.
-      env_.step(view<const action_type>(actions));
+      env_.step_deferred(view<const action_type>(actions));  // checked once, at the end of the iteration
       rollout_.store_outcome(t, env_);
       if (config_.normalize_rewards) normalize_rewards(t);
       // Bootstrap on truncation: V(final observation of step t) where the time limit cut the episode.
@@ -686,25 +749,27 @@ class ppo {
     for_each_index(backend_, config_.num_envs,
                    detail::discounted_return_kernel<T>{rewards.data(), rollout_.terminated_at(t).data(),
                                                        discounted_returns_.data(), config_.gamma});
-    return_rms_.update(discounted_returns_.cview());
+    return_rms_.update_unchecked(discounted_returns_.cview());  // checked at the end of the iteration
     for_each_index(backend_, config_.num_envs,
                    detail::scale_rewards_kernel<T>{rewards.data(), return_rms_.var_view().data(), config_.reward_clip});
   }
 
-  void update_minibatch(ppo_iteration_stats& stats) {
-    const ppo_loss l = loss_and_gradients(minibatch_);
-    // One Adam step on all parameters, after clipping their global gradient norm.
-    stats.grad_norm = discrete ? clip_grad_norm(backend_, {actor_.gradients(), critic_.gradients()}, config_.max_grad_norm)
-                               : clip_grad_norm(backend_, {actor_.gradients(), critic_.gradients(), log_std_grad_.view()},
-                                                config_.max_grad_norm);
+  /// One minibatch update, nothing read back: loss and gradients, the global gradient norm clipped
+  /// on the device (a non-finite norm leaves the gradients as they are and is reported at the end
+  /// of the iteration), one Adam step on all parameters.
+  void update_minibatch(std::uint64_t step) {
+    loss_and_gradients_into(minibatch_);
+    const view<double> norm(&stats_.data()->grad_norm, 1);
+    if constexpr (discrete) {
+      clip_grad_norm(backend_, norm, {actor_.gradients(), critic_.gradients()}, config_.max_grad_norm);
+    } else {
+      clip_grad_norm(backend_, norm, {actor_.gradients(), critic_.gradients(), log_std_grad_.view()},
+                     config_.max_grad_norm);
+    }
     actor_opt_.step(actor_.parameters(), actor_.gradients());
     critic_opt_.step(critic_.parameters(), critic_.gradients());
     if (!discrete) log_std_opt_.step(log_std_.view(), log_std_grad_.cview());
-    stats.policy_loss = l.policy_loss;
-    stats.value_loss = l.value_loss;
-    stats.entropy = l.entropy;
-    stats.approx_kl = l.approx_kl;
-    stats.clip_fraction = l.clip_fraction;
+    detail::run_once(backend_, detail::ppo_stats_accumulate_kernel{stats_.data(), step});
   }
 
   Backend backend_;
@@ -723,6 +788,8 @@ class ppo {
   buffer<T, Backend> new_log_probs_, grad_log_probs_, grad_policy_out_, grad_log_std_rows_, grad_entropy_, entropy_,
       grad_values_;
   buffer<double, Backend> discounted_returns_;
+  buffer<detail::ppo_device_stats, Backend> stats_;  // [1] the iteration's statistics, read once at its end
+  detail::phase_timer<Backend> timer_;
   std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
   std::optional<checkpoint_directory> checkpoints_;
 };

@@ -275,15 +275,24 @@ class sac {
       sample_policy(env_.observations().cview(), n, detail::derive_key(config_.seed, detail::ac_key_actions), draw, actions_.view());
     }
     // Step the envs with the actions mapped to their bounds; store (s_t, a_t, r, s', terminated, truncated).
-    const detail::env_step_outcome ep = detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(),
-                                                                   env_actions_.view(), obs_before_.view());
+    detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(), env_actions_.view(), obs_before_.view(),
+                                &stats_.data()->step);
     global_step_ += n;
-    stats.episodes = ep.episodes;
-    stats.episode_return_sum = ep.episode_return_sum;
-    stats.episode_length_sum = ep.episode_length_sum;
+    actor_updated_ = false;
+    detail::run_once(lb_, detail::ac_start_kernel{stats_.data()});
     if (global_step_ > config_.learning_starts) {
       for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
     }
+    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::sac::iterate");
+    const detail::env_step_outcome ep = detail::outcome_of(d);
+    if (stats.gradient_steps > 0) stats.critic_loss = d.critic.loss;
+    if (actor_updated_) {
+      stats.actor_loss = d.actor.loss;
+      stats.entropy = d.actor.entropy;
+    }
+    stats.episodes = ep.episodes;
+    stats.episode_return_sum = ep.episode_return_sum;
+    stats.episode_length_sum = ep.episode_length_sum;
     stats.global_step = global_step_;
     stats.alpha = alpha();
     if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) auto_checkpoint();
@@ -334,27 +343,26 @@ class sac {
   /// policy_frequency steps of the actor (actor_loss_and_gradients) and of the temperature (when
   /// autotune), then, every target_network_frequency-th critic step, the Polyak update of the
   /// target critics. iterate() calls it gradient_steps times per iteration after the warm-up.
-  /// @throw rlkernels::error if a loss is NaN or infinite (training diverged)
+  /// The critic and actor losses stay in backend memory; iterate() reads them (and reports a NaN or
+  /// infinite loss, naming the first such gradient step) once at its end. With autotune, the
+  /// temperature's loss is read at each actor step (the temperature is a host value that the
+  /// critic targets and the actor loss take).
   void update(sac_iteration_stats& stats) {
     replay_.sample(detail::derive_key(config_.seed, detail::ac_key_batches), batch_draw_++, batch_);
     // ---- critics ----
-    const twin_critic_loss_result cl = critic_loss_and_gradients(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
-    RLK_EXPECTS(std::isfinite(cl.loss), error, "rlkernels::sac::update: the critic loss is ", cl.loss,
-                " at gradient step ", critic_updates_ + 1, " (training diverged)");
+    critic_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
+    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
     q1_opt_.step(q1_.parameters(), q1_.gradients());
     q2_opt_.step(q2_.parameters(), q2_.gradients());
     ++critic_updates_;
     ++stats.gradient_steps;
-    stats.critic_loss = cl.loss;
     // ---- actor and temperature, delayed ----
     if (critic_updates_ % config_.policy_frequency == 0) {
       for (std::uint64_t k = 0; k < config_.policy_frequency; ++k) {
-        const sac_actor_loss_result al = actor_loss_and_gradients(batch_, detail::derive_key(config_.seed, detail::ac_key_actor_noise), noise_draw_++);
-        RLK_EXPECTS(std::isfinite(al.loss), error, "rlkernels::sac::update: the actor loss is ", al.loss,
-                    " at gradient step ", critic_updates_, " (training diverged)");
+        actor_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_actor_noise), noise_draw_++);
+        detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
         actor_opt_.step(actor_.parameters(), actor_.gradients());
-        stats.actor_loss = al.loss;
-        stats.entropy = al.entropy;
+        actor_updated_ = true;
         if (config_.autotune) {
           // loss = -log_alpha * mean(log pi + target_entropy), with this actor step's log-probs (SB3).
           const sac_temperature_loss_result tl =
@@ -385,6 +393,26 @@ class sac {
   /// @param draw counter of the draws (a fresh one per call in iterate())
   /// @throw std::invalid_argument if the batch has another size
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
+    critic_loss_into(batch, noise_seed, draw);
+    return stats_.get(0).critic;  // one host read
+  }
+
+  /// @brief The actor's loss on the batch's observations and its gradient, without an optimiser step:
+  ///
+  ///     loss = mean(alpha log pi(a|s) - min(Q1, Q2)(s, a)),  a = tanh(mean(s) + std(s) eps)
+  ///
+  /// reparameterised (eps from rng(noise_seed, k, draw), held fixed), alpha constant; d loss / d
+  /// parameters go into actor().gradients() (the critics' gradients are untouched).
+  /// The log-probs of this step stay available to the temperature's loss.
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  sac_actor_loss_result actor_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
+    actor_loss_into(batch, noise_seed, draw);
+    return stats_.get(0).actor;  // one host read
+  }
+
+ private:
+  /// critic_loss_and_gradients without a host wait (the loss goes to stats_).
+  void critic_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
     check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");
     const std::size_t b = config_.batch_size, bd = b * std::size_t(action_size);
     sample_policy(batch.next_observations.cview(), b, noise_seed, draw, pi_actions_.view());
@@ -397,22 +425,14 @@ class sac {
     critic_input(batch.observations.cview(), batch.actions.cview());
     const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
     const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    const twin_critic_loss_result cl = twin_critic_loss(lb_, q1, q2, targets_.cview(), T(config_.critic_loss_scale),
-                                                         grad_q1_.view(), grad_q2_.view());
+    twin_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, targets_.cview(),
+                     T(config_.critic_loss_scale), grad_q1_.view(), grad_q2_.view());
     q1_.backward(critic_in_.cview(), grad_q1_.cview(), q1_ws_);
     q2_.backward(critic_in_.cview(), grad_q2_.cview(), q2_ws_);
-    return cl;
   }
 
-  /// @brief The actor's loss on the batch's observations and its gradient, without an optimiser step:
-  ///
-  ///     loss = mean(alpha log pi(a|s) - min(Q1, Q2)(s, a)),  a = tanh(mean(s) + std(s) eps)
-  ///
-  /// reparameterised (eps from rng(noise_seed, k, draw), held fixed), alpha constant; d loss / d
-  /// parameters go into actor().gradients() (the critics' gradients are untouched).
-  /// The log-probs of this step stay available to the temperature's loss.
-  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
-  sac_actor_loss_result actor_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
+  /// actor_loss_and_gradients without a host wait (the loss goes to stats_).
+  void actor_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
     check_batch(batch, "rlkernels::sac::actor_loss_and_gradients");
     const std::size_t b = config_.batch_size, bd = b * std::size_t(action_size);
     const view<const T> obs = batch.observations.cview();
@@ -423,8 +443,8 @@ class sac {
     critic_input(obs, pi_actions_.cview());
     const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
     const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    const sac_actor_loss_result al = sac_actor_loss(lb_, log_probs_.cview(), q1, q2, T(alpha()), grad_log_probs_.view(),
-                                                    grad_q1_.view(), grad_q2_.view());
+    sac_actor_loss(lb_, view<sac_actor_loss_result>(&stats_.data()->actor, 1), log_probs_.cview(), q1, q2, T(alpha()),
+                   grad_log_probs_.view(), grad_q1_.view(), grad_q2_.view());
     // d loss / d a through both critics.
     q1_.input_gradient(critic_in_.cview(), grad_q1_.cview(), q1_ws_, grad_in1_.view());
     q2_.input_gradient(critic_in_.cview(), grad_q2_.cview(), q2_ws_, grad_in2_.view());
@@ -438,8 +458,9 @@ class sac {
     for_each_index(lb_, bd, detail::merge_head_kernel<T>{grad_mean_.data(), grad_log_std_.data(), grad_head_.data(),
                                                          std::size_t(action_size)});
     actor_.backward(obs, grad_head_.cview(), actor_ws_);
-    return al;
   }
+
+ public:
 
   /// @brief Binds everything a resumed run needs into checkpoint `c` (networks, targets,
   /// optimisers, temperature, envs, counters, and the replay buffer when config().checkpoint_buffers).
@@ -523,6 +544,8 @@ class sac {
   buffer<T, serial_backend> log_alpha_, log_alpha_grad_;
   adam<T, serial_backend> alpha_opt_;
   mlp_workspace<T, Backend> actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
+  buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
+  bool actor_updated_ = false;  // an actor step ran in this iteration
   buffer<T, Backend> obs_before_, actions_, env_actions_, mean_, log_std_, eps_, pi_actions_, log_probs_, critic_in_,
       targets_, grad_q1_, grad_q2_, grad_log_probs_, grad_in1_, grad_in2_, grad_actions_, grad_mean_,
       grad_log_std_, grad_head_;

@@ -229,15 +229,24 @@ class td3 {
                      detail::gaussian_exploration_kernel<T>{mu.data(), actions_.data(), T(config_.exploration_noise),
                                                             detail::derive_key(config_.seed, detail::ac_key_actions), draw});
     }
-    const detail::env_step_outcome ep = detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(),
-                                                                   env_actions_.view(), obs_before_.view());
+    detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(), env_actions_.view(), obs_before_.view(),
+                                &stats_.data()->step);
     global_step_ += n;
-    stats.episodes = ep.episodes;
-    stats.episode_return_sum = ep.episode_return_sum;
-    stats.episode_length_sum = ep.episode_length_sum;
+    actor_updated_ = false;
+    detail::run_once(lb_, detail::ac_start_kernel{stats_.data()});
     if (global_step_ > config_.learning_starts) {
       for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
     }
+    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::td3::iterate");
+    const detail::env_step_outcome ep = detail::outcome_of(d);
+    if (stats.gradient_steps > 0) stats.critic_loss = d.critic.loss;
+    if (actor_updated_) {
+      stats.actor_loss = d.actor.loss;
+      
+    }
+    stats.episodes = ep.episodes;
+    stats.episode_return_sum = ep.episode_return_sum;
+    stats.episode_length_sum = ep.episode_length_sum;
     stats.global_step = global_step_;
     if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) {
       detail::auto_checkpoint(*this, config_.checkpoint_dir, "td3", config_.checkpoint_keep, global_step_);
@@ -288,23 +297,21 @@ class td3 {
   /// @brief One gradient step on a fresh uniform batch: the critics towards the clipped double-Q
   /// target with target policy smoothing (critic_loss_and_gradients); every policy_frequency-th
   /// critic step also the actor (actor_loss_and_gradients) and the Polyak update of all three targets.
-  /// @throw rlkernels::error if a loss is NaN or infinite (training diverged)
+  /// Nothing is read back: the losses stay in backend memory, and iterate() reads them (and
+  /// reports a NaN or infinite loss, naming the first such gradient step) once at its end.
   void update(td3_iteration_stats& stats) {
     replay_.sample(detail::derive_key(config_.seed, detail::ac_key_batches), batch_draw_++, batch_);
-    const twin_critic_loss_result cl = critic_loss_and_gradients(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
-    RLK_EXPECTS(std::isfinite(cl.loss), error, "rlkernels::td3::update: the critic loss is ", cl.loss,
-                " at gradient step ", critic_updates_ + 1, " (training diverged)");
+    critic_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
+    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
     q1_opt_.step(q1_.parameters(), q1_.gradients());
     q2_opt_.step(q2_.parameters(), q2_.gradients());
     ++critic_updates_;
     ++stats.gradient_steps;
-    stats.critic_loss = cl.loss;
     if (!td3_should_update_actor(critic_updates_, config_.policy_frequency)) return;
-    const double actor_loss = actor_loss_and_gradients(batch_);
-    RLK_EXPECTS(std::isfinite(actor_loss), error, "rlkernels::td3::update: the actor loss is ", actor_loss,
-                " at gradient step ", critic_updates_, " (training diverged)");
+    actor_loss_into(batch_);
+    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
     actor_opt_.step(actor_.parameters(), actor_.gradients());
-    stats.actor_loss = actor_loss;
+    actor_updated_ = true;
     polyak_update(lb_, view<const T>(actor_.parameters()), actor_target_.parameters(), T(config_.tau));
     polyak_update(lb_, view<const T>(q1_.parameters()), q1_target_.parameters(), T(config_.tau));
     polyak_update(lb_, view<const T>(q2_.parameters()), q2_target_.parameters(), T(config_.tau));
@@ -320,6 +327,21 @@ class td3 {
   /// d loss / d parameters go into critic1().gradients() and critic2().gradients().
   /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
+    critic_loss_into(batch, noise_seed, draw);
+    return stats_.get(0).critic;  // one host read
+  }
+
+  /// @brief The actor's loss -mean Q1(s, mu(s)) on the batch's observations and its gradient
+  /// (into actor().gradients(); the critics' gradients are untouched), without an optimiser step.
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  double actor_loss_and_gradients(const batch_type& batch) {
+    actor_loss_into(batch);
+    return stats_.get(0).actor.loss;  // one host read
+  }
+
+ private:
+  /// critic_loss_and_gradients without a host wait (the loss goes to stats_).
+  void critic_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
     check_batch(batch, "rlkernels::td3::critic_loss_and_gradients");
     const view<const T> mu_next = actor_target_.forward(batch.next_observations.cview(), target_actor_ws_);
     td3_smoothed_target_actions(lb_, mu_next, noise_seed, draw, T(config_.policy_noise), T(config_.noise_clip), T(-1),
@@ -332,31 +354,28 @@ class td3 {
     critic_input(batch.observations.cview(), batch.actions.cview());
     const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
     const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    const twin_critic_loss_result cl = td3_critic_loss(lb_, q1, q2, targets_.cview(), grad_q1_.view(), grad_q2_.view(),
-                                                       T(config_.critic_loss_scale));
+    td3_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, targets_.cview(),
+                    grad_q1_.view(), grad_q2_.view(), T(config_.critic_loss_scale));
     q1_.backward(critic_in_.cview(), grad_q1_.cview(), q1_ws_);
     q2_.backward(critic_in_.cview(), grad_q2_.cview(), q2_ws_);
-    return cl;
   }
 
-  /// @brief The actor's loss -mean Q1(s, mu(s)) on the batch's observations and its gradient
-  /// (into actor().gradients(); the critics' gradients are untouched), without an optimiser step.
-  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
-  double actor_loss_and_gradients(const batch_type& batch) {
+  /// actor_loss_and_gradients without a host wait (the loss goes to stats_).
+  void actor_loss_into(const batch_type& batch) {
     check_batch(batch, "rlkernels::td3::actor_loss_and_gradients");
     const std::size_t bd = config_.batch_size * std::size_t(action_size);
     const view<const T> obs = batch.observations.cview();
     const view<const T> mu = actor_.forward(obs, actor_ws_);
     critic_input(obs, mu);
     const view<const T> q1_pi = q1_.forward(critic_in_.cview(), q1_ws_);
-    const double loss = td3_actor_loss(lb_, q1_pi, grad_q1_.view());
+    td3_actor_loss(lb_, view<double>(&stats_.data()->actor.loss, 1), q1_pi, grad_q1_.view());
     q1_.input_gradient(critic_in_.cview(), grad_q1_.cview(), q1_ws_, grad_in_.view());
     for_each_index(lb_, bd, detail::action_columns_kernel<T>{grad_in_.data(), nullptr, grad_actions_.data(),
                                                              std::size_t(observation_size), std::size_t(action_size)});
     actor_.backward(obs, grad_actions_.cview(), actor_ws_);
-    return loss;
   }
 
+ public:
   /// @brief Binds everything a resumed run needs into checkpoint `c` (networks, targets,
   /// optimisers, envs, counters, and the replay buffer when config().checkpoint_buffers).
   template <class C>
@@ -413,6 +432,8 @@ class td3 {
   mlp<T, Backend> actor_, actor_target_, q1_, q2_, q1_target_, q2_target_;
   adam<T, Backend> actor_opt_, q1_opt_, q2_opt_;
   mlp_workspace<T, Backend> actor_ws_, target_actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
+  buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
+  bool actor_updated_ = false;  // an actor step ran in this iteration
   buffer<T, Backend> obs_before_, actions_, env_actions_, next_actions_, critic_in_, targets_, grad_q1_,
       grad_q2_, grad_in_, grad_actions_;
   std::uint64_t global_step_ = 0, iteration_ = 0, critic_updates_ = 0, action_draw_ = 0, batch_draw_ = 0,

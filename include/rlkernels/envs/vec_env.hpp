@@ -7,6 +7,7 @@
 #include "../core/backend.hpp"
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../core/host_sync.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
 #include "../core/reduce.hpp"
@@ -78,6 +79,27 @@ struct load_accumulator {
   RLK_HOST_DEVICE episode_accumulator operator()(std::size_t i) const { return data[i]; }
 };
 
+/// The statistics an accumulator describes (means 0 when no episode completed). One function for
+/// the host-returning and the device forms, so both give the same bits.
+RLK_HOST_DEVICE inline episode_statistics statistics_of(const episode_accumulator& acc) {
+  episode_statistics out;
+  out.count = acc.count;
+  if (acc.count > 0) {
+    out.mean_return = acc.return_sum / double(acc.count);
+    out.mean_length = acc.length_sum / double(acc.count);
+    out.min_return = acc.min_return;
+    out.max_return = acc.max_return;
+  }
+  return out;
+}
+
+/// *out = statistics_of(*acc), one index (the device form of get_episode_statistics).
+struct finish_statistics_kernel {
+  const episode_accumulator* acc;
+  episode_statistics* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { *out = statistics_of(*acc); }
+};
+
 struct fill_accumulators {
   episode_accumulator* data;
   RLK_HOST_DEVICE void operator()(std::size_t i) const { data[i] = episode_accumulator::empty(); }
@@ -123,12 +145,11 @@ struct reset_kernel {
     a.rng_blocks[i] = gen.block();
     a.elapsed[i] = 0;
     a.episode_returns[i] = 0.0;
-    scalar obs[Env::observation_size];
+    // observe writes straight into the output row (no observation passes through local memory).
+    scalar* obs = a.observations + i * Env::observation_size;
     Env::observe(params, s, obs);
-    for (int k = 0; k < Env::observation_size; ++k) {
-      a.observations[i * Env::observation_size + k] = obs[k];
-      a.final_observations[i * Env::observation_size + k] = obs[k];
-    }
+    scalar* final_obs = a.final_observations + i * Env::observation_size;
+    for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
     a.rewards[i] = scalar(0);
     a.terminated[i] = 0;
     a.truncated[i] = 0;
@@ -148,6 +169,9 @@ struct step_kernel {
   std::uint64_t first_stream;
   const action_type* actions;
   batch_arrays<Env> a;
+  /// Deferred action check (CUDA): while *halt is not ~0 (an earlier step_deferred had an invalid
+  /// action) the kernel changes nothing. Null: always step.
+  const unsigned long long* halt = nullptr;
 
   /// Steps env i and resets it if its episode ended. Returns true in that case, with the
   /// episode's return and length in `ret` and `len`.
@@ -165,23 +189,23 @@ struct step_kernel {
     len = t;
     const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
 
-    scalar obs[Env::observation_size];
-    Env::observe(params, s, obs);
+    // observe writes straight into the output rows: s' into final_observations, then the first
+    // observation of the new episode (or a copy of s') into observations.
     scalar* final_obs = a.final_observations + i * Env::observation_size;
-    for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
+    Env::observe(params, s, final_obs);
+    scalar* next_obs = a.observations + i * Env::observation_size;
 
     const bool done = r.terminated || trunc;
     if (done) {
       Env::reset(params, s, gen);
-      Env::observe(params, s, obs);
+      Env::observe(params, s, next_obs);
       a.elapsed[i] = 0;
       a.episode_returns[i] = 0.0;
     } else {
+      for (int k = 0; k < Env::observation_size; ++k) next_obs[k] = final_obs[k];
       a.elapsed[i] = t;
       a.episode_returns[i] = ret;
     }
-    scalar* next_obs = a.observations + i * Env::observation_size;
-    for (int k = 0; k < Env::observation_size; ++k) next_obs[k] = obs[k];
     a.states[i] = s;
     a.rng_blocks[i] = gen.block();
     a.rewards[i] = r.reward;
@@ -193,6 +217,7 @@ struct step_kernel {
   /// One env per call, with one accumulator per env (CUDA: the GPU hides the latency of these
   /// sparse updates).
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    if (halt != nullptr && *halt != ~0ull) return;
     double ret;
     std::int32_t len;
     if (step_one(i, ret, len)) a.completed[i].add(ret, double(len));
@@ -221,12 +246,10 @@ struct observe_kernel {
   scalar* observations;
   scalar* final_observations;
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    scalar obs[Env::observation_size];
+    scalar* obs = observations + i * Env::observation_size;
     Env::observe(params, states[i], obs);
-    for (int k = 0; k < Env::observation_size; ++k) {
-      observations[i * Env::observation_size + k] = obs[k];
-      final_observations[i * Env::observation_size + k] = obs[k];
-    }
+    scalar* final_obs = final_observations + i * Env::observation_size;
+    for (int k = 0; k < Env::observation_size; ++k) final_obs[k] = obs[k];
   }
 };
 
@@ -249,6 +272,56 @@ RLK_HOST_DEVICE bool action_is_valid(const typename action_traits<Env>::type* ac
   }
 }
 
+/// The value an invalid_action reports for env i: the index (discrete) or the first NaN component
+/// (continuous; the last component if none is NaN).
+template <class Env>
+RLK_HOST_DEVICE double offending_value(const typename action_traits<Env>::type* actions, std::size_t i) {
+  constexpr int width = action_traits<Env>::width;
+  double value = 0;
+  for (int k = 0; k < width; ++k) {
+    value = double(actions[i * width + k]);
+    if (!(Env::action_space == action_kind::continuous) || value != value) break;
+  }
+  return value;
+}
+
+/// The sticky result of vec_env::step_deferred's action check, in backend memory: the lowest
+/// invalid env of the first step that had one (~0: none yet) and its offending value.
+struct deferred_action_check {
+  unsigned long long env;
+  double value;
+};
+
+/// *flag = value (one index).
+struct store_flag {
+  unsigned long long* flag;
+  unsigned long long value;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { *flag = value; }
+};
+
+/// Sets a deferred_action_check to "none" (one index).
+struct clear_deferred_check {
+  deferred_action_check* check;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { *check = deferred_action_check{~0ull, 0.0}; }
+};
+
+/// After a step's validation: if it found an invalid env (*step_bad) and none was latched before,
+/// latch it with its value; reset *step_bad for the next step (one index).
+template <class Env>
+struct latch_invalid_action {
+  const typename action_traits<Env>::type* actions;
+  unsigned long long* step_bad;
+  deferred_action_check* check;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const unsigned long long bad = *step_bad;
+    if (bad == ~0ull) return;
+    *step_bad = ~0ull;
+    if (check->env != ~0ull) return;
+    check->env = bad;
+    check->value = offending_value<Env>(actions, std::size_t(bad));
+  }
+};
+
 /// Writes env i's legal-action mask (Env::action_mask) to row i of masks [N, num_actions].
 template <class Env>
 struct action_mask_kernel {
@@ -262,13 +335,20 @@ struct action_mask_kernel {
 
 #if RLK_HAS_CUDA
 /// Device side of the action check: records the lowest invalid index with an atomic min, so the
-/// host reports the same env whatever the thread order.
+/// host reports the same env whatever the thread order. One atomic per warp, not per invalid env
+/// (a batch of bad actions would otherwise serialise on one address): for_each_index's
+/// grid-stride loop gives the lanes of a warp consecutive indices, so the lowest invalid lane holds
+/// the warp's lowest invalid index.
 template <class Env>
 struct validate_kernel {
   const typename action_traits<Env>::type* actions;
   unsigned long long* first_bad;
   __device__ void operator()(std::size_t i) const {
-    if (!action_is_valid<Env>(actions, i)) atomicMin(first_bad, static_cast<unsigned long long>(i));
+    const bool bad = !action_is_valid<Env>(actions, i);
+    const unsigned active = __activemask();
+    const unsigned bad_lanes = __ballot_sync(active, bad);
+    const unsigned lane = threadIdx.x % 32u;
+    if (bad && (bad_lanes & ((1u << lane) - 1u)) == 0u) atomicMin(first_bad, static_cast<unsigned long long>(i));
   }
 };
 #endif
@@ -298,7 +378,8 @@ struct validate_kernel {
 ///
 /// Arrays live in the backend's memory (device memory for CUDA); views are what kernels take and
 /// `to_host()` on the buffers copies them out. Steps on CUDA are asynchronous on the backend's
-/// stream except for the action check of `step`, which waits for its result.
+/// stream except for the action check of `step`, which waits for its result; `step_deferred`
+/// keeps that result on the device until `check_deferred_actions()` reads it.
 ///
 /// @tparam UserEnv an environment (see check_env)
 /// @tparam Backend serial_backend, openmp_backend or cuda_backend
@@ -340,7 +421,10 @@ public:
         episode_returns_(backend, num_envs_), completed_(backend, accumulator_count(num_envs_)),
         observations_(backend, num_envs_ * observation_size), final_observations_(backend, num_envs_ * observation_size),
         rewards_(backend, num_envs_), terminated_(backend, num_envs_), truncated_(backend, num_envs_),
-        first_bad_(backend, 1) {
+        first_bad_(backend, 1), deferred_(backend, 1), statistics_sum_(backend, 1) {
+    // first_bad_ holds "none" (~0) between steps: the eager check sets it before it validates, the
+    // deferred check's latch resets it after each step.
+    for_each_index(backend_, 1, detail::store_flag{first_bad_.data(), ~0ull});
     reset();
   }
 
@@ -349,15 +433,16 @@ public:
     const std::size_t per_env = sizeof(state_type) + sizeof(std::uint64_t) + sizeof(std::int32_t) + sizeof(double) +
                                 2 * observation_size * sizeof(scalar_type) + sizeof(scalar_type) +
                                 2 * sizeof(std::uint8_t);
-    return num_envs * per_env + accumulator_count(num_envs) * sizeof(detail::episode_accumulator) +
-           sizeof(unsigned long long);
+    return num_envs * per_env + (accumulator_count(num_envs) + 1) * sizeof(detail::episode_accumulator) +
+           sizeof(unsigned long long) + sizeof(detail::deferred_action_check);
   }
 
   /// Resets every env from the start of its random stream (the state right after construction),
-  /// clears the flags, rewards and the episode statistics.
+  /// clears the flags, rewards, the episode statistics and a pending deferred action error.
   void reset() {
     for_each_index(backend_, num_envs_, detail::reset_kernel<Env>{params_, seed_, first_env_index_, arrays()});
     clear_episode_statistics();
+    clear_deferred_check();
   }
 
   /// Changes the seed and resets every env (see reset()).
@@ -383,12 +468,64 @@ public:
   /// undefined behaviour of the env.
   void step_unchecked(view<const action_type> actions) {
     check_actions_view(actions);
-    const detail::step_kernel<Env> kernel{params_, seed_, first_env_index_, actions.data(), arrays()};
+    launch_step(actions.data(), nullptr);
+  }
+
+  /// @brief step() with the action check deferred: the host does not wait. Training loops call
+  /// this every step and check_deferred_actions() once per iteration.
+  ///
+  /// The actions are validated as step() does, but the result stays in backend memory: on CUDA a
+  /// validation kernel latches the lowest invalid env of the first step that had one (and its
+  /// value) in a sticky device flag, and the step kernel reads the flag and changes nothing once
+  /// it is set. From the first invalid action on, every step_deferred() is therefore a no-op, and
+  /// check_deferred_actions() reports that action with the envs in the state they had before the
+  /// step that carried it. The host backends check eagerly (it is free there) with the same
+  /// observable behaviour, and check_deferred_actions() counts the same one host read as on CUDA.
+  /// step(), step_unchecked() and the other methods ignore a pending error (reset() clears it):
+  /// call check_deferred_actions() before mixing them.
+  /// @param actions as for step()
+  /// @throw std::invalid_argument if actions has the wrong size or is null (at once)
+  void step_deferred(view<const action_type> actions) {
+    check_actions_view(actions);
     if constexpr (is_host_backend_v<Backend>) {
-      for_each_chunk(backend_, num_envs_, stats_chunk, kernel);
-    } else {
-      for_each_index(backend_, num_envs_, kernel);
+      detail::deferred_action_check& c = *deferred_.data();  // host memory
+      if (c.env != ~0ull) return;
+      const std::size_t bad = first_invalid_action(actions.data());
+      if (bad != npos) {
+        c = detail::deferred_action_check{bad, detail::offending_value<Env>(actions.data(), bad)};
+        return;
+      }
+      launch_step(actions.data(), nullptr);
     }
+#if RLK_HAS_CUDA
+    else {
+      for_each_index(backend_, num_envs_, detail::validate_kernel<Env>{actions.data(), first_bad_.data()});
+      for_each_index(backend_, 1, detail::latch_invalid_action<Env>{actions.data(), first_bad_.data(), deferred_.data()});
+      launch_step(actions.data(), &deferred_.data()->env);
+    }
+#endif
+  }
+
+  /// @brief Reads the result of the step_deferred() calls since construction, reset() or the
+  /// last check (one host read on every backend) and clears it.
+  /// @throw invalid_action naming the first env whose action was invalid (the lowest index in the
+  ///        first step that had one) and its value; the envs are in the state they had before that
+  ///        step (it and every later step_deferred() changed nothing)
+  void check_deferred_actions() {
+    const detail::deferred_action_check c = deferred_.get(0);  // one host read on every backend
+    if (c.env == ~0ull) return;
+    clear_deferred_check();
+    throw make_invalid_action(std::size_t(c.env), c.value, "rlkernels::vec_env::step_deferred",
+                              "; found by check_deferred_actions(): no env was stepped from that step on (every env is "
+                              "in the state it had before the step)");
+  }
+
+  /// @brief The deferred check's flag in backend memory: the env index check_deferred_actions()
+  /// would report, or ~0 while no invalid action is pending. For loops that fold it into a read
+  /// of their own (copy it next to their statistics, read both at once, and call
+  /// check_deferred_actions() only when it is set). Valid as long as the vec_env lives.
+  view<const unsigned long long> deferred_error_flag() const noexcept {
+    return view<const unsigned long long>(&deferred_.data()->env, 1);
   }
 
   /// Number of environments N.
@@ -458,16 +595,21 @@ public:
   /// chunks in order: the same numbers for every thread count); CUDA keeps one sum per env and
   /// reduces them with CUB, which repeats run to run on the same GPU model.
   episode_statistics get_episode_statistics() const {
-    const detail::episode_accumulator acc = detail::reduce_accumulators(backend_, completed_.data(), completed_.size());
-    episode_statistics out;
-    out.count = acc.count;
-    if (acc.count > 0) {
-      out.mean_return = acc.return_sum / double(acc.count);
-      out.mean_length = acc.length_sum / double(acc.count);
-      out.min_return = acc.min_return;
-      out.max_return = acc.max_return;
-    }
-    return out;
+    return detail::statistics_of(detail::reduce_accumulators(backend_, completed_.data(), completed_.size()));
+  }
+
+  /// @brief get_episode_statistics() written to `out[0]` in backend memory, without the host
+  /// waiting (the same numbers, bit for bit, on the host backends): for training loops that
+  /// read their statistics once per iteration.
+  /// @param out one episode_statistics in backend memory
+  /// @throw std::invalid_argument if out does not have exactly one element or is null
+  void episode_statistics_into(view<episode_statistics> out) const {
+    detail::check_view_size(out.size(), out.data(), 1, "rlkernels::vec_env::episode_statistics_into", "out");
+    detail::expect_backend_memory(backend_, out.data(), "rlkernels::vec_env::episode_statistics_into", "out");
+    detail::deterministic_sum_into(backend_, completed_.size(), detail::load_accumulator{completed_.data()},
+                                   detail::episode_accumulator::empty(), detail::combine_accumulators{},
+                                   statistics_sum_.data());
+    for_each_index(backend_, 1, detail::finish_statistics_kernel{statistics_sum_.data(), out.data()});
   }
 
   /// Forgets the completed episodes (the episodes in progress carry on).
@@ -539,7 +681,26 @@ private:
     RLK_EXPECTS(actions.size() == expected, std::invalid_argument, "rlkernels::vec_env::step: actions has ",
                 actions.size(), " elements, expected ", expected, " (num_envs ", num_envs_, " x ", action_width, ")");
     RLK_EXPECTS(actions.data() != nullptr, std::invalid_argument, "rlkernels::vec_env::step: actions is a null view");
-    detail::expect_backend_memory(backend_, actions.data(), "rlkernels::vec_env::step", "actions");
+    // The memory-kind query (cudaPointerGetAttributes on CUDA) once per actions array: a training
+    // loop passes the same buffer every step.
+    if (actions.data() != accepted_actions_) {
+      detail::expect_backend_memory(backend_, actions.data(), "rlkernels::vec_env::step", "actions");
+      accepted_actions_ = actions.data();
+    }
+  }
+
+  void launch_step(const action_type* actions, const unsigned long long* halt) {
+    detail::step_kernel<Env> kernel{params_, seed_, first_env_index_, actions, arrays()};
+    kernel.halt = halt;
+    if constexpr (is_host_backend_v<Backend>) {
+      for_each_chunk(backend_, num_envs_, stats_chunk, kernel);
+    } else {
+      for_each_index(backend_, num_envs_, kernel);
+    }
+  }
+
+  void clear_deferred_check() {
+    for_each_index(backend_, 1, detail::clear_deferred_check{deferred_.data()});
   }
 
   /// True if any env's action is invalid: a branch-free scan that vectorises (a few percent of a
@@ -579,6 +740,7 @@ private:
       RLK_CUDA_CHECK(cudaMemsetAsync(first_bad_.data(), 0xFF, sizeof(unsigned long long), backend_.stream));
       for_each_index(backend_, num_envs_, detail::validate_kernel<Env>{actions, first_bad_.data()});
       const unsigned long long bad = first_bad_.get(0);
+      if (bad != none) for_each_index(backend_, 1, detail::store_flag{first_bad_.data(), none});
       return bad == none ? npos : std::size_t(bad);
     }
 #endif
@@ -587,10 +749,7 @@ private:
   [[noreturn]] void throw_invalid_action(view<const action_type> actions, std::size_t env) const {
     double value = 0;
     if constexpr (is_host_backend_v<Backend>) {
-      for (int k = 0; k < action_width; ++k) {
-        value = double(actions[env * action_width + k]);
-        if (!(Env::action_space == action_kind::continuous) || value != value) break;
-      }
+      value = detail::offending_value<Env>(actions.data(), env);
     }
 #if RLK_HAS_CUDA
     else {
@@ -598,20 +757,19 @@ private:
       RLK_CUDA_CHECK(cudaMemcpyAsync(host, actions.data() + env * action_width, sizeof(host), cudaMemcpyDeviceToHost,
                                      backend_.stream));
       RLK_CUDA_CHECK(cudaStreamSynchronize(backend_.stream));
-      for (int k = 0; k < action_width; ++k) {
-        value = double(host[k]);
-        if (!(Env::action_space == action_kind::continuous) || value != value) break;
-      }
+      value = detail::offending_value<Env>(host, 0);
     }
 #endif
+    throw make_invalid_action(env, value, "rlkernels::vec_env::step", "; no env was stepped");
+  }
+
+  static invalid_action make_invalid_action(std::size_t env, double value, const char* who, const char* tail) {
     if constexpr (Env::action_space == action_kind::discrete) {
-      throw invalid_action(env, value,
-                           detail::concat("rlkernels::vec_env::step: action ", static_cast<long long>(value), " of env ",
-                                          env, " is out of range [0, ", Env::num_actions, "); no env was stepped"));
+      return invalid_action(env, value,
+                            detail::concat(who, ": action ", static_cast<long long>(value), " of env ", env,
+                                           " is out of range [0, ", Env::num_actions, ")", tail));
     } else {
-      throw invalid_action(env, value,
-                           detail::concat("rlkernels::vec_env::step: action of env ", env,
-                                          " contains NaN; no env was stepped"));
+      return invalid_action(env, value, detail::concat(who, ": action of env ", env, " contains NaN", tail));
     }
   }
 
@@ -630,7 +788,10 @@ private:
   buffer<scalar_type, Backend> rewards_;
   buffer<std::uint8_t, Backend> terminated_;
   buffer<std::uint8_t, Backend> truncated_;
-  buffer<unsigned long long, Backend> first_bad_;
+  buffer<unsigned long long, Backend> first_bad_;             // [1] lowest invalid env of the step being checked, ~0: none
+  buffer<detail::deferred_action_check, Backend> deferred_;  // [1] step_deferred's sticky result
+  mutable buffer<detail::episode_accumulator, Backend> statistics_sum_;  // [1] episode_statistics_into's scratch
+  mutable const void* accepted_actions_ = nullptr;  // the last actions array whose memory kind was checked
 };
 
 }  // namespace rlkernels

@@ -7,12 +7,14 @@
 
 #include "../core/backend.hpp"
 #include "../core/config.hpp"
+#include "../core/device_value.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/reduce.hpp"
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -20,20 +22,18 @@
 
 namespace rlkernels {
 
+/// @brief The moments normalize_advantages used, as its device form writes them to backend memory.
+struct advantage_moments {
+  double mean = 0;   ///< mean of the advantages
+  double var = 0;    ///< sum (A - mean)^2 / (size - ddof)
+  double scale = 0;  ///< 1 / (sqrt(var) + epsilon), the factor applied (when mean and var are finite)
+};
+
 namespace detail {
 
 template <class T>
 struct to_double {
   RLK_HOST_DEVICE double operator()(T x) const { return double(x); }
-};
-
-template <class T>
-struct squared_deviation {
-  double mean;
-  RLK_HOST_DEVICE double operator()(T x) const {
-    const double d = double(x) - mean;
-    return d * d;
-  }
 };
 
 /// f(first[i]) as a reduction term.
@@ -46,21 +46,6 @@ struct element_term {
 
 struct add_doubles {
   RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
-};
-
-/// Sum of f(x) over [first, first + n) in double (detail::deterministic_sum: fixed chunks in order
-/// on the host, in parallel on OpenMP; CUB on CUDA, deterministic for a given size and GPU).
-template <class Backend, class T, class F>
-double sum_in_double(const Backend& backend, const T* first, std::size_t n, F f) {
-  return deterministic_sum(backend, n, element_term<T, F>{first, f}, 0.0, add_doubles{});
-}
-
-template <class T>
-struct standardize_kernel {
-  T* data;
-  double mean;
-  double scale;  // 1 / (std + epsilon)
-  RLK_HOST_DEVICE void operator()(std::size_t k) const { data[k] = T((double(data[k]) - mean) * scale); }
 };
 
 /// Rows per partial statistic of running_mean_std::update: each (chunk, dim) pair sums its column
@@ -99,6 +84,13 @@ struct is_non_finite {
   RLK_HOST_DEVICE double operator()(double x) const { return (x - x) == 0.0 ? 0.0 : 1.0; }
 };
 
+/// What running_mean_std's device-side rejection records (in backend memory).
+struct moments_status {
+  double bad;                // this batch: the number of non-finite partial moments
+  std::uint64_t rejected;    // 1 once a batch was rejected since the last check
+  double count_before;       // the count before the first rejected batch
+};
+
 /// Merges the chunk partials of dimension d in chunk order, then the batch into the running
 /// statistics (Chan et al.): both are (count, mean, M2) triples.
 struct merge_moments_kernel {
@@ -110,8 +102,10 @@ struct merge_moments_kernel {
   double count;  // running count before the batch
   double* mean;  // [dim] running mean
   double* var;   // [dim] running (population) variance
+  const moments_status* status;  // skip the batch when it (or one since the last check) was rejected
 
   RLK_HOST_DEVICE void operator()(std::size_t d) const {
+    if (status->bad != 0.0 || status->rejected != 0) return;
     double n_b = 0.0, mean_b = 0.0, m2_b = 0.0;
     for (std::size_t c = 0; c < chunks; ++c) {
       const std::size_t begin = c * moments_chunk_rows;
@@ -150,6 +144,67 @@ struct normalize_kernel {
   }
 };
 
+/// Backend memory of one normalize_advantages call.
+struct advantage_sums {
+  double sum;
+  double squared_deviation;
+};
+
+template <class T>
+struct squared_deviation_at {  // (x - *mean)^2, the mean read from backend memory
+  const T* x;
+  const double* mean;
+  RLK_HOST_DEVICE double operator()(std::size_t i) const {
+    const double d = double(x[i]) - *mean;
+    return d * d;
+  }
+};
+
+struct advantage_mean_kernel {
+  const advantage_sums* sums;
+  std::size_t n;
+  advantage_moments* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { out->mean = sums->sum / double(n); }
+};
+
+struct advantage_var_kernel {
+  const advantage_sums* sums;
+  std::size_t n;
+  int ddof;
+  double epsilon;
+  advantage_moments* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    out->var = sums->squared_deviation / double(n - std::size_t(ddof));
+    out->scale = 1.0 / (std::sqrt(out->var) + epsilon);
+  }
+};
+
+RLK_INLINE bool finite_double(double x) { return (x - x) == 0.0; }
+
+/// standardize_kernel with the moments read from backend memory; a no-op when they are not finite.
+template <class T>
+struct standardize_at_kernel {
+  T* data;
+  const advantage_moments* m;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const {
+    const double mean = m->mean, var = m->var;
+    if (!finite_double(mean) || !finite_double(var)) return;
+    data[k] = T((double(data[k]) - mean) * m->scale);
+  }
+};
+
+/// After the merge: records the first rejected batch since the last check.
+struct record_rejection_kernel {
+  moments_status* status;
+  double count;  // the count before this batch
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    if (status->bad != 0.0 && status->rejected == 0) {
+      status->rejected = 1;
+      status->count_before = count;
+    }
+  }
+};
+
 struct fill_kernel {
   double* data;
   double value;
@@ -158,37 +213,60 @@ struct fill_kernel {
 
 }  // namespace detail
 
-/// @brief Standardises one minibatch of advantages in place: A <- (A - mean) / (std + epsilon).
+/// @brief Standardises one minibatch of advantages in place: A <- (A - mean) / (std + epsilon);
+/// device form: the moments are reduced into `moments` in backend memory and read there by the
+/// standardising kernel, so nothing waits for the host.
 ///
 /// mean and std are over all elements of the view, with std = sqrt(sum (A - mean)^2 / (size -
 /// ddof)). ddof = 1 (the default) matches torch's `.std()`, which Stable-Baselines3 and CleanRL use
 /// (`(advantages - advantages.mean()) / (advantages.std() + 1e-8)`); ddof = 0 matches NumPy's
 /// default. The moments are reduced in double (two passes) in a deterministic order, and each
-/// element is computed in double and rounded once to T.
+/// element is computed in double and rounded once to T. When the mean or the variance is not finite
+/// (a NaN or infinity among the advantages) the data is left unchanged; read `moments` to find out
+/// (the host form throws then).
 /// @tparam T float or double
-/// @param backend where to run; the view is in its memory
+/// @param backend where to run; the views are in its memory
+/// @param moments [1] output: the mean, variance and scale used
 /// @param advantages the minibatch, any shape (flattened), dtype T; overwritten
 /// @param epsilon added to the std, >= 0
 /// @param ddof delta degrees of freedom, >= 0; the view needs more than ddof elements
-/// @throw std::invalid_argument on a null view, size <= ddof, ddof < 0, epsilon < 0 or NaN, or a
-///        non-finite mean or variance (a NaN or infinity among the advantages); the data is
-///        unchanged then
+/// @throw std::invalid_argument on a null view, size <= ddof, ddof < 0, epsilon < 0 or NaN, or a bad
+///        `moments` view (checked on the host before anything is queued)
 template <class Backend, class T>
-void normalize_advantages(const Backend& backend, view<T> advantages, T epsilon = T(1e-8), int ddof = 1) {
+void normalize_advantages(const Backend& backend, view<advantage_moments> moments, view<T> advantages,
+                          T epsilon = T(1e-8), int ddof = 1) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::normalize_advantages: T must be float or double");
   constexpr const char* who = "rlkernels::normalize_advantages";
+  detail::check_result_view(moments.size(), moments.data(), who, "moments");
   RLK_EXPECTS(ddof >= 0, std::invalid_argument, who, ": ddof must be >= 0, got ", ddof);
   RLK_EXPECTS(advantages.size() > std::size_t(ddof), std::invalid_argument, who, ": advantages has ",
               advantages.size(), " elements; ddof ", ddof, " needs at least ", ddof + 1);
   RLK_EXPECTS(advantages.data() != nullptr, std::invalid_argument, who, ": advantages is a null view");
   RLK_EXPECTS(epsilon >= T(0), std::invalid_argument, who, ": epsilon must be >= 0, got ", epsilon);
   const std::size_t n = advantages.size();
-  const double mean = detail::sum_in_double(backend, advantages.data(), n, detail::to_double<T>{}) / double(n);
-  const double var =
-      detail::sum_in_double(backend, advantages.data(), n, detail::squared_deviation<T>{mean}) / double(n - ddof);
-  RLK_EXPECTS(std::isfinite(mean) && std::isfinite(var), std::invalid_argument, who,
-              ": the advantages hold a NaN or infinity (mean ", mean, ", variance ", var, ")");
-  for_each_index(backend, n, detail::standardize_kernel<T>{advantages.data(), mean, 1.0 / (std::sqrt(var) + double(epsilon))});
+  detail::backend_value<detail::advantage_sums, Backend> sums(backend);
+  advantage_moments* m = moments.data();
+  detail::deterministic_sum_into(backend, n, detail::element_term<T, detail::to_double<T>>{advantages.data(), {}}, 0.0,
+                                 detail::add_doubles{}, &sums.data()->sum);
+  detail::run_once(backend, detail::advantage_mean_kernel{sums.data(), n, m});
+  detail::deterministic_sum_into(backend, n, detail::squared_deviation_at<T>{advantages.data(), &m->mean}, 0.0,
+                                 detail::add_doubles{}, &sums.data()->squared_deviation);
+  detail::run_once(backend, detail::advantage_var_kernel{sums.data(), n, ddof, double(epsilon), m});
+  for_each_index(backend, n, detail::standardize_at_kernel<T>{advantages.data(), m});
+}
+
+/// @brief normalize_advantages, host form: the device form, then the moments read back (one host
+/// wait on CUDA) to report a non-finite mean or variance.
+/// @throw std::invalid_argument on a null view, size <= ddof, ddof < 0, epsilon < 0 or NaN, or a
+///        non-finite mean or variance (a NaN or infinity among the advantages); the data is
+///        unchanged then
+template <class Backend, class T>
+void normalize_advantages(const Backend& backend, view<T> advantages, T epsilon = T(1e-8), int ddof = 1) {
+  detail::backend_value<advantage_moments, Backend> moments(backend);
+  normalize_advantages(backend, moments.view(), advantages, epsilon, ddof);
+  const advantage_moments m = moments.read();
+  RLK_EXPECTS(std::isfinite(m.mean) && std::isfinite(m.var), std::invalid_argument, "rlkernels::normalize_advantages",
+              ": the advantages hold a NaN or infinity (mean ", m.mean, ", variance ", m.var, ")");
 }
 
 /// @brief A saved running_mean_std: per-dimension mean and (population) variance, and the count.
@@ -219,7 +297,7 @@ public:
   /// @throw out_of_memory if the statistics do not fit
   running_mean_std(Backend backend, std::size_t dim, double epsilon_count = 1e-4)
       : backend_(backend), dim_(checked_dim(backend, dim)), count_(checked_count(epsilon_count)), mean_(backend, dim),
-        var_(backend, dim) {
+        var_(backend, dim), status_(backend, 1) {
     for_each_index(backend_, dim_, detail::fill_kernel{var_.data(), 1.0});
   }
 
@@ -227,12 +305,26 @@ public:
   /// per dimension per 256 rows of the largest batch).
   static std::size_t bytes_required(std::size_t dim) { return 2 * dim * sizeof(double); }
 
-  /// @brief Merges a batch into the statistics.
+  /// @brief Merges a batch into the statistics, host form: update_unchecked() and then check()
+  /// (one host read; on CUDA a wait).
   /// @param batch [B, dim] row-major, dtype T, B >= 1
   /// @throw std::invalid_argument on a null view, a size that is not a positive multiple of dim,
   ///        or a NaN or infinity in the batch (or values whose variance overflows double); the
   ///        statistics are unchanged then
   void update(view<const T> batch) {
+    update_unchecked(batch);
+    check_impl("rlkernels::running_mean_std::update: the batch holds a NaN or infinity (or values whose variance "
+               "overflows double)");
+  }
+
+  /// @brief Merges a batch into the statistics without waiting for the host: the statistics stay in
+  /// backend memory, and a batch with a NaN or infinity (or values whose variance overflows double)
+  /// is rejected on the device. From a rejected batch on, the statistics stay as they were before
+  /// it (later batches are skipped too) until check() reports it; call check() once in a while
+  /// (say once per iteration) and before state() or saving a checkpoint.
+  /// @param batch [B, dim] row-major, dtype T, B >= 1
+  /// @throw std::invalid_argument on a null view or a size that is not a positive multiple of dim
+  void update_unchecked(view<const T> batch) {
     constexpr const char* who = "rlkernels::running_mean_std::update";
     RLK_EXPECTS(batch.size() > 0 && batch.size() % dim_ == 0, std::invalid_argument, who, ": batch has ",
                 batch.size(), " elements, expected a positive multiple of dim ", dim_);
@@ -242,14 +334,27 @@ public:
     if (scratch_.size() < 2 * chunks * dim_) scratch_ = buffer<double, Backend>(backend_, 2 * chunks * dim_);
     double* partial_mean = scratch_.data();
     double* partial_m2 = scratch_.data() + chunks * dim_;
+    detail::moments_status* status = status_.data();
     for_each_index(backend_, chunks * dim_, detail::chunk_moments_kernel<T>{batch.data(), rows, dim_, partial_mean, partial_m2});
-    // Reject the batch before touching the statistics.
-    const double bad = detail::sum_in_double(backend_, scratch_.data(), 2 * chunks * dim_, detail::is_non_finite{});
-    RLK_EXPECTS(bad == 0.0, std::invalid_argument, who,
-                ": the batch holds a NaN or infinity (or values whose variance overflows double)");
+    // Reject the batch (on the device) before touching the statistics.
+    detail::deterministic_sum_into(backend_, 2 * chunks * dim_,
+                                   detail::element_term<double, detail::is_non_finite>{scratch_.data(), {}}, 0.0,
+                                   detail::add_doubles{}, &status->bad);
     for_each_index(backend_, dim_,
-                   detail::merge_moments_kernel{partial_mean, partial_m2, rows, dim_, chunks, count_, mean_.data(), var_.data()});
+                   detail::merge_moments_kernel{partial_mean, partial_m2, rows, dim_, chunks, count_, mean_.data(),
+                                                var_.data(), status});
+    detail::run_once(backend_, detail::record_rejection_kernel{status, count_});
     count_ += double(rows);
+  }
+
+  /// @brief Reports a batch that update_unchecked() rejected since the last check (one host read;
+  /// on CUDA a wait). Afterwards the object is usable again, with the statistics and the count of
+  /// the last batch that was merged.
+  /// @throw std::invalid_argument if a batch was rejected (a NaN or infinity in it, or values
+  ///        whose variance overflows double)
+  void check() {
+    check_impl("rlkernels::running_mean_std::update_unchecked: a batch held a NaN or infinity (or values whose "
+               "variance overflows double); it and the batches after it were not merged");
   }
 
   /// @brief Writes clip((x - mean) / sqrt(var + epsilon), -clip, clip) per dimension, computed in
@@ -309,6 +414,7 @@ public:
     }
     mean_.assign(s.mean);
     var_.assign(s.var);
+    status_.zero();  // a rejection that update_unchecked recorded before is moot now
     count_ = s.count;
   }
 
@@ -325,6 +431,14 @@ public:
   }
 
 private:
+  void check_impl(const char* message) {
+    const detail::moments_status st = detail::read_value(backend_, status_.data());
+    if (st.rejected == 0) return;
+    count_ = st.count_before;
+    status_.zero();
+    throw std::invalid_argument(message);
+  }
+
   static std::size_t checked_dim(const Backend& backend, std::size_t dim) {
     RLK_EXPECTS(dim >= 1, std::invalid_argument, "rlkernels::running_mean_std: dim must be >= 1, got ", dim);
     RLK_EXPECTS(dim <= std::size_t(-1) / (4 * sizeof(double)), std::invalid_argument,
@@ -344,6 +458,7 @@ private:
   buffer<double, Backend> mean_;     // [dim]
   buffer<double, Backend> var_;      // [dim]
   buffer<double, Backend> scratch_;  // [2, C, dim] per-chunk partial means and M2 of the last batch
+  buffer<detail::moments_status, Backend> status_;  // [1] the device-side rejection of update_unchecked
 };
 
 }  // namespace rlkernels

@@ -6,6 +6,7 @@
 
 #include "../core/backend.hpp"
 #include "../core/config.hpp"
+#include "../core/device_value.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
@@ -127,7 +128,15 @@ void td3_critic_targets(const Backend& backend, view<const T> rewards, view<cons
 }
 
 /// @brief TD3's critic loss: twin_critic_loss() with scale 1 by default (mean (Q1 - y)^2 +
-/// mean (Q2 - y)^2, as SB3's and CleanRL's TD3).
+/// mean (Q2 - y)^2, as SB3's and CleanRL's TD3), device form (statistics written to `out` in
+/// backend memory).
+template <class Backend, class T>
+void td3_critic_loss(const Backend& backend, view<twin_critic_loss_result> out, view<const T> q1, view<const T> q2,
+                     view<const T> targets, view<T> grad_q1 = {}, view<T> grad_q2 = {}, T scale = T(1)) {
+  twin_critic_loss(backend, out, q1, q2, targets, scale, grad_q1, grad_q2);
+}
+
+/// @brief TD3's critic loss, host form: returns the statistics (one host wait on CUDA).
 template <class Backend, class T>
 twin_critic_loss_result td3_critic_loss(const Backend& backend, view<const T> q1, view<const T> q2,
                                         view<const T> targets, view<T> grad_q1 = {}, view<T> grad_q2 = {},
@@ -135,24 +144,46 @@ twin_critic_loss_result td3_critic_loss(const Backend& backend, view<const T> q1
   return twin_critic_loss(backend, q1, q2, targets, scale, grad_q1, grad_q2);
 }
 
+namespace detail {
+struct td3_actor_finalize_kernel {
+  const vb_sums* sums;
+  std::size_t b;
+  double* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const { *out = -sums->first / double(b); }
+};
+}  // namespace detail
+
 /// @brief TD3's deterministic actor loss, loss = -mean_i Q1(s_i, mu(s_i)), with d loss / d Q1_i = -1/B
-/// (chain it through the critic wrt the action, then through the actor).
+/// (chain it through the critic wrt the action, then through the actor); device form: the loss is
+/// written to `out` in backend memory, no host wait.
 /// @param backend where to run; the views are in its memory
+/// @param out [1] output: the loss
 /// @param q1 [B] Q1(s_i, mu(s_i))
 /// @param grad_q1 [B] output d loss / d q1, or an empty view to skip
-/// @return the loss
 /// @throw std::invalid_argument on an empty batch, a size mismatch or a null view
 template <class Backend, class T>
-double td3_actor_loss(const Backend& backend, view<const T> q1, view<T> grad_q1 = {}) {
+void td3_actor_loss(const Backend& backend, view<double> out, view<const T> q1, view<T> grad_q1 = {}) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::td3_actor_loss: T must be float or double");
   constexpr const char* who = "rlkernels::td3_actor_loss";
+  detail::check_result_view(out.size(), out.data(), who, "out");
   const std::size_t b = q1.size();
   RLK_EXPECTS(b > 0, std::invalid_argument, who, ": the batch is empty (q1 has 0 elements)");
   detail::vb_check_input(q1, b, who, "q1");
   detail::vb_check_optional(grad_q1, b, who, "grad_q1");
-  const detail::vb_sums sums = detail::vb_reduce(backend, b, detail::td3_actor_term<T>{q1.data()});
+  detail::backend_value<detail::vb_sums, Backend> sums(backend);
+  detail::deterministic_sum_into(backend, b, detail::td3_actor_term<T>{q1.data()}, detail::vb_sums{0.0, 0.0},
+                                 detail::vb_add_sums{}, sums.data());
   if (grad_q1.data()) for_each_index(backend, b, detail::vb_fill_kernel<T>{T(-1) / T(b), grad_q1.data()});
-  return -sums.first / double(b);
+  detail::run_once(backend, detail::td3_actor_finalize_kernel{sums.data(), b, out.data()});
+}
+
+/// @brief td3_actor_loss, host form: returns the loss (one host wait on CUDA).
+/// @throw std::invalid_argument on an empty batch, a size mismatch or a null view
+template <class Backend, class T>
+double td3_actor_loss(const Backend& backend, view<const T> q1, view<T> grad_q1 = {}) {
+  detail::backend_value<double, Backend> out(backend);
+  td3_actor_loss(backend, out.view(), q1, grad_q1);
+  return out.read();
 }
 
 /// @brief TD3's delayed policy update: after the critic update number `critic_updates` (counted from

@@ -8,6 +8,7 @@
 #include "../core/backend.hpp"
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../core/device_value.hpp"
 #include "../core/memory.hpp"
 #include "../core/reduce.hpp"
 
@@ -265,23 +266,133 @@ class sgd {
   std::uint64_t steps_ = 0;
 };
 
+namespace detail {
+
+/// The sums of squares of the arrays of one global_norm call, in backend memory (a larger buffer
+/// is allocated for calls with more arrays).
+struct global_norm_scratch {
+  static constexpr std::size_t max_arrays = 8;
+  double squares[max_arrays];
+};
+
+/// norm = sqrt(0 + s_0 + s_1 + ...), in argument order (the host form's order, so the same bits).
+struct global_norm_finalize_kernel {
+  const double* squares;
+  std::size_t count;
+  double* norm;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    double ss = 0.0;
+    for (std::size_t k = 0; k < count; ++k) ss += squares[k];
+    *norm = std::sqrt(ss);
+  }
+};
+
+/// The clip factor that clip_grad_norm applies, from the norm in backend memory: max_norm /
+/// (norm + 1e-6) rounded to T when the norm is finite and above max_norm; otherwise the
+/// gradients are left as they are.
+template <class T>
+struct clip_factor {
+  T factor;
+  bool apply;
+};
+
+template <class T>
+struct clip_factor_kernel {
+  const double* norm;
+  double max_norm;
+  clip_factor<T>* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const double n = *norm;
+    const bool finite = (n - n) == 0.0;
+    out->apply = finite && n > max_norm;
+    out->factor = out->apply ? T(max_norm / (n + 1e-6)) : T(1);
+  }
+};
+
+template <class T>
+struct clip_scale_kernel {
+  T* x;
+  const clip_factor<T>* clip;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    if (clip->apply) x[i] *= clip->factor;
+  }
+};
+
+}  // namespace detail
+
 /// @brief The global L2 norm sqrt(sum over all arrays of sum x^2), accumulated in double in a fixed
-/// order (deterministic).
+/// order (deterministic), device form: written to `out` in backend memory, no host wait.
+/// @param out [1] output: the norm
+/// @param arrays the views (empty views are skipped)
+/// @throw std::invalid_argument on a null non-empty view or a bad `out`
 template <class Backend, class T>
-double global_norm(const Backend& backend, std::initializer_list<view<T>> arrays) {
-  double ss = 0.0;
+void global_norm(const Backend& backend, view<double> out, std::initializer_list<view<T>> arrays) {
+  constexpr const char* who = "rlkernels::global_norm";
+  detail::check_result_view(out.size(), out.data(), who, "out");
+  for (const view<T>& a : arrays) {
+    RLK_EXPECTS(a.size() == 0 || a.data() != nullptr, std::invalid_argument, who, ": null view");
+  }
+  detail::backend_value<detail::global_norm_scratch, Backend> scratch(backend);
+  buffer<double, Backend> more;  // only for calls with more than max_arrays arrays
+  double* squares = scratch.data()->squares;
+  if (arrays.size() > detail::global_norm_scratch::max_arrays) {
+    more = buffer<double, Backend>(backend, arrays.size());
+    squares = more.data();
+  }
+  std::size_t count = 0;
   for (const view<T>& a : arrays) {
     if (a.size() == 0) continue;
-    RLK_EXPECTS(a.data() != nullptr, std::invalid_argument, "rlkernels::global_norm: null view");
-    ss += detail::deterministic_sum(detail::light_backend(backend), a.size(), detail::square_term<std::remove_const_t<T>>{a.data()}, 0.0,
-                                    detail::plus_double{});
+    detail::deterministic_sum_into(detail::light_backend(backend), a.size(),
+                                   detail::square_term<std::remove_const_t<T>>{a.data()}, 0.0, detail::plus_double{},
+                                   squares + count);
+    ++count;
   }
-  return std::sqrt(ss);
+  detail::run_once(backend, detail::global_norm_finalize_kernel{squares, count, out.data()});
+}
+
+/// @brief global_norm, host form: returns the norm (one host wait on CUDA).
+/// @throw std::invalid_argument on a null non-empty view
+template <class Backend, class T>
+double global_norm(const Backend& backend, std::initializer_list<view<T>> arrays) {
+  detail::backend_value<double, Backend> out(backend);
+  global_norm(backend, out.view(), arrays);
+  return out.read();
 }
 
 /// @brief Clips several gradient arrays together by their global norm, as
-/// torch.nn.utils.clip_grad_norm_: when norm > max_norm, every element is multiplied by
-/// max_norm / (norm + 1e-6). Returns the norm before clipping.
+/// torch.nn.utils.clip_grad_norm_, device form: the norm before clipping is written to `norm` in
+/// backend memory, and when it is finite and above max_norm every element is multiplied by
+/// max_norm / (norm + 1e-6), on the backend, without a host wait. A NaN or infinite norm leaves the
+/// gradients unchanged (read `norm` to find out; the host form throws then).
+/// @param norm [1] output: the global norm before clipping
+/// @param grads writable views (empty views are skipped)
+/// @param max_norm > 0 (PPO's max_grad_norm, 0.5 in CleanRL and SB3)
+/// @throw std::invalid_argument if max_norm is not > 0, a view is null, or `norm` is not one element
+template <class Backend, class T>
+void clip_grad_norm(const Backend& backend, view<double> norm, std::initializer_list<view<T>> grads, double max_norm) {
+  static_assert(!std::is_const_v<T>, "rlkernels::clip_grad_norm: the gradients must be writable views");
+  RLK_EXPECTS(max_norm > 0.0, std::invalid_argument, "rlkernels::clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  detail::check_result_view(norm.size(), norm.data(), "rlkernels::clip_grad_norm", "norm");
+  global_norm(backend, norm, grads);
+  detail::backend_value<detail::clip_factor<T>, Backend> clip(backend);
+  detail::run_once(backend, detail::clip_factor_kernel<T>{norm.data(), max_norm, clip.data()});
+  if constexpr (is_host_backend_v<Backend>) {
+    // The factor is in host memory already: skip the pass when there is nothing to scale.
+    if (!clip.data()->apply) return;
+    for (const view<T>& g : grads) {
+      if (g.size() != 0)
+        for_each_index(detail::light_backend(backend), g.size(), detail::scale_kernel<T>{g.data(), clip.data()->factor});
+    }
+  } else {
+    for (const view<T>& g : grads) {
+      if (g.size() != 0)
+        for_each_index(backend, g.size(), detail::clip_scale_kernel<T>{g.data(), clip.data()});
+    }
+  }
+}
+
+/// @brief clip_grad_norm, host form: the device form, then the norm read back (one host wait on
+/// CUDA). Returns the norm before clipping.
 /// @param max_norm > 0 (PPO's max_grad_norm, 0.5 in CleanRL and SB3)
 /// @param error_if_nonfinite throw rlkernels::error when the norm is NaN or infinite (nothing is
 ///        changed then); otherwise return it and leave the gradients unscaled
@@ -289,21 +400,12 @@ double global_norm(const Backend& backend, std::initializer_list<view<T>> arrays
 template <class Backend, class T>
 double clip_grad_norm(const Backend& backend, std::initializer_list<view<T>> grads, double max_norm,
                       bool error_if_nonfinite = true) {
-  static_assert(!std::is_const_v<T>, "rlkernels::clip_grad_norm: the gradients must be writable views");
-  RLK_EXPECTS(max_norm > 0.0, std::invalid_argument, "rlkernels::clip_grad_norm: max_norm must be > 0, got ", max_norm);
-  const double norm = global_norm(backend, grads);
-  if (!std::isfinite(norm)) {
-    if (error_if_nonfinite) {
-      throw error(detail::concat("rlkernels::clip_grad_norm: the gradient norm is ", norm,
-                                 " (a NaN or infinity in the gradients); the gradients were left unchanged"));
-    }
-    return norm;
-  }
-  if (norm > max_norm) {
-    const T factor = T(max_norm / (norm + 1e-6));
-    for (const view<T>& g : grads) {
-      if (g.size() != 0) for_each_index(detail::light_backend(backend), g.size(), detail::scale_kernel<T>{g.data(), factor});
-    }
+  detail::backend_value<double, Backend> out(backend);
+  clip_grad_norm(backend, out.view(), grads, max_norm);
+  const double norm = out.read();
+  if (!std::isfinite(norm) && error_if_nonfinite) {
+    throw error(detail::concat("rlkernels::clip_grad_norm: the gradient norm is ", norm,
+                               " (a NaN or infinity in the gradients); the gradients were left unchanged"));
   }
   return norm;
 }
