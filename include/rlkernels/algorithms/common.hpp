@@ -92,18 +92,20 @@ class phase_timer {
 template <>
 class phase_timer<cuda_backend> {
  public:
-  explicit phase_timer(const cuda_backend& backend) : stream_(backend.stream) {}
+  explicit phase_timer(const cuda_backend& backend) : stream_(backend.stream), device_(backend.device) {}
   phase_timer(const phase_timer&) = delete;
   phase_timer& operator=(const phase_timer&) = delete;
-  phase_timer(phase_timer&& other) noexcept : stream_(other.stream_) {
+  phase_timer(phase_timer&& other) noexcept : stream_(other.stream_), device_(other.device_) {
     for (int k = 0; k < 3; ++k) std::swap(events_[k], other.events_[k]);
   }
   phase_timer& operator=(phase_timer&&) = delete;
   ~phase_timer() {
+    const device_guard guard(device_, std::nothrow);
     for (cudaEvent_t e : events_)
       if (e) (void)cudaEventDestroy(e);
   }
   void mark(int k) {
+    const device_guard guard(device_);  // events belong to the device of the stream they time
     if (!events_[k]) RLK_CUDA_CHECK(cudaEventCreate(&events_[k]));
     RLK_CUDA_CHECK(cudaEventRecord(events_[k], stream_));
   }
@@ -116,6 +118,7 @@ class phase_timer<cuda_backend> {
 
  private:
   cudaStream_t stream_;
+  int device_;
   cudaEvent_t events_[3] = {nullptr, nullptr, nullptr};
 };
 #endif

@@ -737,6 +737,7 @@ private:
 #if RLK_HAS_CUDA
     else {
       const unsigned long long none = ~0ull;
+      const detail::device_guard guard(backend_.device);
       RLK_CUDA_CHECK(cudaMemsetAsync(first_bad_.data(), 0xFF, sizeof(unsigned long long), backend_.stream));
       for_each_index(backend_, num_envs_, detail::validate_kernel<Env>{actions, first_bad_.data()});
       const unsigned long long bad = first_bad_.get(0);
@@ -754,6 +755,7 @@ private:
 #if RLK_HAS_CUDA
     else {
       action_type host[action_width];
+      const detail::device_guard guard(backend_.device);
       RLK_CUDA_CHECK(cudaMemcpyAsync(host, actions.data() + env * action_width, sizeof(host), cudaMemcpyDeviceToHost,
                                      backend_.stream));
       RLK_CUDA_CHECK(cudaStreamSynchronize(backend_.stream));

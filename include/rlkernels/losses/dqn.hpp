@@ -130,6 +130,7 @@ void find_first_bad_action(const Backend& backend, view<const std::int32_t> acti
   const std::size_t n = actions.size();
 #if RLK_HAS_CUDA
   if constexpr (std::is_same_v<Backend, cuda_backend>) {
+    const device_guard guard(backend.device);
     RLK_CUDA_CHECK(cudaMemsetAsync(first_bad, 0xFF, sizeof(unsigned long long), backend.stream));
     constexpr unsigned int block = 256;
     first_bad_action_kernel<std::int32_t><<<grid_size_for(n, block), block, 0, backend.stream>>>(
