@@ -643,7 +643,10 @@ class dqn {
                      config_.max_grad_norm);
     }
     opt_.step(q_.parameters(), q_.gradients());
-    if (per_) per_->update_priorities(batch_.indices.cview(), td_errors_.cview());
+    // Deferred: no host wait per gradient step. The indices come from the sampler, and a NaN or
+    // infinite TD error makes this step's loss non-finite, which the divergence check above reports
+    // at the end of the iteration; so the buffer's own validation record can never be set here.
+    if (per_) per_->update_priorities_deferred(batch_.indices.cview(), td_errors_.cview());
     ++gradient_step_;
     ++stats.gradient_steps;
   }
