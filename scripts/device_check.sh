@@ -12,8 +12,8 @@
 # cores by default; ccache when present; CUDA_ARCH, default 90: 90-real would leave out the PTX),
 # and copies them, stripped, into DIR (default build/device-bundle): tests/, benchmarks/,
 # examples/, lib/ (Google Benchmark's shared library and libgomp; the binaries' run path starts
-# with $ORIGIN/../lib), reference/ (the tests' golden data, found through RLK_REFERENCE_DIR at run
-# time), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
+# with $ORIGIN/../lib), reference.tar.gz (the tests' golden data: run unpacks it and points the
+# tests at it with RLK_REFERENCE_DIR), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
 # if a binary needs a library outside the bundle, the CUDA toolkit's runtime and cuBLAS and the
 # C/C++ runtime (glibc, libstdc++, libgcc_s, libgomp), or if DIR is over 60 MiB.
 #
@@ -150,7 +150,7 @@ check_bundle_libraries() {
       target="NOT FOUND"
     elif [[ "$line" == *" => "* ]]; then
       target="${line#* => }"
-      target="${target%% (*}"
+      target="$(readlink -f "${target%% (*}")"
     else
       target="${name}"
       target="${target%% (*}"
@@ -277,7 +277,8 @@ prepare_main() {
   for lib in "$dir"/lib/*; do
     if [[ -f "$lib" ]]; then strip --strip-unneeded "$lib"; fi
   done
-  cp -r "$repo/tests/reference" "$dir/reference"
+  # The golden data, compressed (5.4 MB of text in 1.5 MB): run unpacks it.
+  tar -czf "$dir/reference.tar.gz" -C "$repo/tests" reference
   cp "$repo/scripts/device_check.sh" "$dir/device_check.sh"
 
   # The manifest: what was built, from which commit, with which compiler.
@@ -426,7 +427,7 @@ run_tests() {
   local jobs="${TEST_JOBS:-4}" bin
   test_stage() {
     stage "test.$(basename "$1")" test "${TEST_TIMEOUT_S:-180}" \
-      env RLK_REFERENCE_DIR="$dir/reference" "$1" --durations yes --use-colour no
+      env RLK_REFERENCE_DIR="$refdir" "$1" --durations yes --use-colour no
   }
   if [[ -x "$dir/tests/memory_test_cuda" ]]; then test_stage "$dir/tests/memory_test_cuda"; fi
   # Then the trainers' tests, the longest, so that the others fill the time beside them.
@@ -496,11 +497,11 @@ run_sanitizers() {
   local smallest
   smallest="$(ls -S -r "$dir"/tests/*_cuda | head -3)"
   for bin in $smallest; do
-    stage "memcheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$dir/reference" "$cs" --tool memcheck \
+    stage "memcheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$refdir" "$cs" --tool memcheck \
       --error-exitcode 99 --print-limit 20 "$bin" --use-colour no
   done
   for bin in $(head -2 <<<"$smallest"); do
-    stage "racecheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$dir/reference" "$cs" --tool racecheck \
+    stage "racecheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$refdir" "$cs" --tool racecheck \
       --error-exitcode 99 --print-limit 20 "$bin" --use-colour no
   done
 }
@@ -839,6 +840,14 @@ run_main() {
   printf 'gpu_probe\tpass\t0\t0\tprobe\n' >>"$records"
   if [[ -f "$logs/nvidia-smi.txt" ]]; then sed -n '2,$p' "$logs/nvidia-smi.txt" | head -3; fi
 
+  # The tests' golden data: DIR/reference.tar.gz unpacked into a temporary folder (not under OUT,
+  # whose files come back), or DIR/reference.
+  refdir="$dir/reference"
+  local unpacked=""
+  if [[ ! -d "$refdir" && -f "$dir/reference.tar.gz" ]]; then
+    unpacked="$(mktemp -d "${TMPDIR:-/tmp}/rlk-device-check.XXXXXX")"
+    tar -xzf "$dir/reference.tar.gz" -C "$unpacked" && refdir="$unpacked/reference"
+  fi
   echo "== libraries"
   find_toolkit_libraries
   local t0=$SECONDS lib_status=pass
@@ -862,6 +871,7 @@ run_main() {
   if ((pack)); then
     tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
   fi
+  [[ -z "$unpacked" ]] || rm -rf "$unpacked"
   return "$status"
 }
 
