@@ -284,7 +284,7 @@ prepare_main() {
   # The manifest: what was built, from which commit, with which compiler.
   local commit dirty
   commit="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
-  dirty="$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null | head -1)"
+  dirty="$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null | head -1 || true)"
   python3 - "$dir" "$commit" "${dirty:+yes}" "$("$nvcc" --version | tail -2 | tr '\n' ' ')" \
     "$(cmake --version | head -1)" "$(${CXX:-c++} --version 2>/dev/null | head -1)" "${CUDA_ARCH:-90}" <<'PY'
 import datetime, json, os, sys
