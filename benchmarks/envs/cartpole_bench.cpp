@@ -44,6 +44,13 @@ constexpr int warmup_steps = 128;
 // Short on purpose: the serial and OpenMP binaries together should finish in about a minute on
 // two cores. Pass --benchmark_min_time=<s> for steadier numbers.
 constexpr double min_time_s = 0.2;
+// Bytes a CartPole step must move through memory per env, for the bytes_per_second column of the
+// vec_env, limit and copy rows (what the step reads and writes at least once each; the Philox
+// block, read only by the ~6% of envs that reset, is left out):
+//   State 16 read + 16 written, action 4 read, elapsed steps 4 + 4, episode return (double) 8 + 8,
+//   observation 16 and final observation 16 written, reward 4, terminated 1 and truncated 1 written.
+constexpr std::int64_t step_bytes_per_env = 16 + 16 + 4 + 4 + 4 + 8 + 8 + 16 + 16 + 4 + 1 + 1;
+static_assert(step_bytes_per_env == 98, "update the byte count above with the data a step moves");
 
 /// [action_buffer_count][N] random 0/1 actions; a pure function of N, so every row sees the same.
 std::vector<std::vector<std::int32_t>> make_host_actions(std::size_t n) {
@@ -90,6 +97,7 @@ void BM_vec_env(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n) * step_bytes_per_env);
 }
 
 // ---- "limit": a hand-written single-purpose CartPole loop ---------------------------------------
@@ -256,7 +264,36 @@ void BM_limit_loop(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n) * step_bytes_per_env);
 }
+
+#if defined(RLK_BACKEND_CUDA)
+// ---- "device_copy": the memory roofline the step rows are measured against ----------------------
+// One device-to-device cudaMemcpyAsync of step_bytes_per_env / 2 bytes per env (read once, written
+// once: the same bytes a CartPole step moves), synchronised per iteration like the step rows. Its
+// bytes_per_second is the achievable DRAM bandwidth at large N; the step rows' bytes_per_second
+// over it is the fraction of that bandwidth a step reaches.
+struct copy_fixture {
+  std::size_t num_envs;
+  rlk::buffer<std::uint8_t, bench_backend> from, to;
+  copy_fixture(std::size_t n, int)
+      : num_envs(n), from(bench_backend{}, n * std::size_t(step_bytes_per_env / 2)),
+        to(bench_backend{}, n * std::size_t(step_bytes_per_env / 2)) {}
+};
+
+void BM_device_copy(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  copy_fixture& f = fixture_for<copy_fixture>(n, 0);
+  const bench_backend backend{};
+  for (auto _ : state) {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(f.to.data(), f.from.data(), f.from.size(), cudaMemcpyDeviceToDevice, backend.stream));
+    rlk::synchronize(backend);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n) * step_bytes_per_env);
+}
+#endif
 
 // ---- "virtual_gym_style": the conventional CPU baseline -----------------------------------------
 // What a C++ port of a Gymnasium loop looks like: an abstract Env, one heap object per env with
@@ -419,6 +456,9 @@ int main(int argc, char** argv) {
                        rlk_bench::warmup_or(n, warmup_steps), n, rlk_bench::min_time_or(min_time_s));
 #endif
     add("BM_limit_loop/" + backend, BM_limit_loop, n);
+#if defined(RLK_BACKEND_CUDA)
+    add("BM_device_copy/" + backend, BM_device_copy, n);
+#endif
     add("BM_virtual_gym_style/serial", BM_virtual_gym_style, n);
   }
   benchmark::Initialize(&argc, argv);

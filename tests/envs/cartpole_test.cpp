@@ -7,6 +7,7 @@
 #include <rlkernels/envs/vec_env.hpp>
 
 #include "../test_backend.hpp"
+#include "../reference_dir.hpp"
 #include "golden_csv.hpp"
 
 #include <cmath>
@@ -32,7 +33,7 @@ struct golden_row {
 };
 
 std::vector<golden_row> load_golden() {
-  const std::string path = std::string(RLK_REFERENCE_DIR) + "/cartpole_v1.csv";
+  const std::string path = rlk_test::reference_dir() + "/cartpole_v1.csv";
   std::ifstream in(path);
   REQUIRE(in.good());
   std::string line;

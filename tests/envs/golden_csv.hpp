@@ -2,6 +2,8 @@
 // of numbers (decimal integers or hexadecimal floats, which strtod reads exactly).
 #pragma once
 
+#include "../reference_dir.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -19,7 +21,7 @@ namespace rlk_test {
 class golden_table {
 public:
   explicit golden_table(const std::string& file) {
-    const std::string path = std::string(RLK_REFERENCE_DIR) + "/" + file;
+    const std::string path = rlk_test::reference_dir() + "/" + file;
     std::ifstream in(path);
     INFO("reading " << path);
     REQUIRE(in.good());

@@ -4,6 +4,7 @@
 // for all five games (each CUDA translation unit costs CI half a minute); the cases of each game
 // are in tests/envs/minatar/<game>_cases.hpp.
 #include "../test_backend.hpp"
+#include "../reference_dir.hpp"
 #include "minatar/replay.hpp"
 
 #include "minatar/asterix_cases.hpp"
@@ -23,7 +24,7 @@
 #include <vector>
 
 namespace {
-std::string reference(const std::string& file) { return std::string(RLK_REFERENCE_DIR) + "/" + file; }
+std::string reference(const std::string& file) { return rlk_test::reference_dir() + "/" + file; }
 }  // namespace
 
 TEST_CASE("minatar breakout: replays the reference step for step") {

@@ -16,6 +16,7 @@
 //     through u with eps fixed; the reference differentiates the same composition with jax.grad.
 //   * value_loss plain = mean(rlax.l2_loss(v, R)) (both carry the 0.5).
 #include "../test_backend.hpp"
+#include "../reference_dir.hpp"
 
 #include <rlkernels/losses/distributions.hpp>
 #include <rlkernels/losses/dqn.hpp>
@@ -40,7 +41,7 @@ namespace {
 using golden_map = std::map<std::string, std::vector<double>>;
 
 golden_map load_golden() {
-  const std::string path = std::string(RLK_REFERENCE_DIR) + "/losses_rlax.txt";
+  const std::string path = rlk_test::reference_dir() + "/losses_rlax.txt";
   std::ifstream in(path);
   REQUIRE(in.good());
   golden_map out;

@@ -5,6 +5,8 @@
 // Included by a test source that includes "test_backend.hpp" first (rlk_test::backend()).
 #pragma once
 
+#include "../../reference_dir.hpp"
+
 #include <rlkernels/core/random.hpp>
 #include <rlkernels/envs/grid/snake.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -350,7 +352,7 @@ struct fixed_draw {  // plain data with an RLK_HOST_DEVICE call, as the env's fu
   }
 };
 
-inline std::string reference(const std::string& file) { return std::string(RLK_REFERENCE_DIR) + "/" + file; }
+inline std::string reference(const std::string& file) { return rlk_test::reference_dir() + "/" + file; }
 
 }  // namespace rlk_snake_test
 

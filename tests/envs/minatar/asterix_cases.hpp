@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../../test_backend.hpp"
+#include "../../reference_dir.hpp"
 #include "replay.hpp"
 
 #include <rlkernels/core/random.hpp>
@@ -18,7 +19,7 @@
 TEST_CASE("minatar asterix: replays the reference step for step") {
   using rlkernels::minatar_asterix;
   const rlk_minatar_test::recording rec =
-      rlk_minatar_test::load(std::string(RLK_REFERENCE_DIR) + "/minatar_asterix.txt");
+      rlk_minatar_test::load(rlk_test::reference_dir() + "/minatar_asterix.txt");
   CHECK(rlk_minatar_test::replay<minatar_asterix<float>>(rec) >= 4000);
   CHECK(rlk_minatar_test::replay<minatar_asterix<double>>(rec) >= 4000);
   minatar_asterix<float>::Params channels_first;

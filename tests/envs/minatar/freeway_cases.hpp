@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../../test_backend.hpp"
+#include "../../reference_dir.hpp"
 #include "replay.hpp"
 
 #include <rlkernels/core/random.hpp>
@@ -19,7 +20,7 @@
 TEST_CASE("minatar freeway: replays the reference step for step") {
   using rlkernels::minatar_freeway;
   const rlk_minatar_test::recording rec =
-      rlk_minatar_test::load(std::string(RLK_REFERENCE_DIR) + "/minatar_freeway.txt");
+      rlk_minatar_test::load(rlk_test::reference_dir() + "/minatar_freeway.txt");
   // The recording must cover the end of an episode and the reset after it.
   int terminals = 0;
   for (const auto& r : rec.runs)

@@ -5,6 +5,7 @@
 // Included by tests/envs/minatar_test.cpp, after test_backend.hpp.
 #pragma once
 
+#include "../../reference_dir.hpp"
 #include "replay.hpp"
 
 #include <rlkernels/envs/minatar/seaquest.hpp>
@@ -19,7 +20,7 @@
 #include <vector>
 
 namespace rlk_minatar_seaquest_test {
-inline std::string reference(const std::string& file) { return std::string(RLK_REFERENCE_DIR) + "/" + file; }
+inline std::string reference(const std::string& file) { return rlk_test::reference_dir() + "/" + file; }
 }  // namespace rlk_minatar_seaquest_test
 
 TEST_CASE("minatar seaquest: replays the reference step for step") {

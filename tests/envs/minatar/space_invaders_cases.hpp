@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../../test_backend.hpp"
+#include "../../reference_dir.hpp"
 #include "replay.hpp"
 
 #include <rlkernels/core/random.hpp>
@@ -21,7 +22,7 @@
 TEST_CASE("minatar space_invaders: replays the reference step for step", "[minatar]") {
   using rlkernels::minatar_space_invaders;
   const rlk_minatar_test::recording rec =
-      rlk_minatar_test::load(std::string(RLK_REFERENCE_DIR) + "/minatar_space_invaders.txt");
+      rlk_minatar_test::load(rlk_test::reference_dir() + "/minatar_space_invaders.txt");
   CHECK(rlk_minatar_test::replay<minatar_space_invaders<float>>(rec) >= 4000);
   CHECK(rlk_minatar_test::replay<minatar_space_invaders<double>>(rec) >= 4000);
   minatar_space_invaders<float>::Params channels_first;
