@@ -1025,6 +1025,8 @@ TEST_CASE("mlp: moving a network moves its state (and, on CUDA, its cuBLAS handl
   fresh.forward(x.cview(), ws_f);
   fresh.backward(x.cview(), dy.cview(), ws_f);
   CHECK(same_bits(c.gradients_to_host(), fresh.gradients_to_host()));
+}
+
 // ---- Device forms of global_norm and clip_grad_norm (the norm stays in backend memory) ----
 
 TEMPLATE_TEST_CASE("global_norm and clip_grad_norm device forms: the host forms' bits, no host wait", "[nn][optim][device_form]",
