@@ -1,0 +1,111 @@
+// rlkernels/physics/data.hpp
+// The per-environment workspace of one forward pass: what MuJoCo keeps in mjData for the supported
+// subset, with mjData's names and layouts (so each quantity can be compared with MuJoCo's). It lives
+// on the stack of the thread that steps one env (fixed sizes, no allocation); only qpos, qvel and
+// qacc_warmstart persist between steps (an env's State holds them).
+#pragma once
+
+#include "../core/config.hpp"
+#include "model.hpp"
+
+namespace rlkernels {
+namespace physics {
+
+/// @brief One contact, as MuJoCo's mjContact for the supported subset.
+template <class Scalar>
+struct contact {
+  Scalar dist;           ///< signed distance (negative: penetration)
+  Scalar pos[3];         ///< position (midpoint between the surfaces)
+  Scalar frame[9];       ///< rows: normal (from geom1 to geom2), then two tangents
+  Scalar includemargin;  ///< margin - gap: the contact makes rows while dist < includemargin
+  Scalar friction[5];    ///< mixed friction (tangent1, tangent2, spin, roll1, roll2)
+  Scalar solref[2];      ///< mixed solref
+  Scalar solimp[5];      ///< mixed solimp
+  Scalar mu;             ///< friction of the pyramid (friction[0])
+  int dim;               ///< condim (1 or 3)
+  int geom1, geom2;      ///< the geoms (as in the pair)
+  int efc_address;       ///< first constraint row, -1 if none
+};
+
+/// Status bits of a forward pass or step (data::warning); any set bit means the step could not be
+/// computed as MuJoCo would and the env must not use the result (envs end the episode).
+enum warning_bits : int {
+  warning_none = 0,
+  warning_bad_qpos = 1,     ///< a qpos was not finite or above 1e10 in magnitude (MuJoCo's mj_checkPos)
+  warning_bad_qvel = 2,     ///< the same for qvel (mj_checkVel)
+  warning_bad_qacc = 4,     ///< the same for qacc (mj_checkAcc)
+  warning_contact_full = 8, ///< a pair produced more contacts than its slots (cannot happen for the supported pairs)
+  warning_efc_full = 16     ///< more constraint rows than the slots
+};
+
+/// @brief The workspace of one forward pass (mjData's fields for the supported subset).
+template <class Scalar, class Dims>
+struct data {
+  using model_type = model<Scalar, Dims>;
+  static constexpr int nq = Dims::nq, nv = Dims::nv, nbody = Dims::nbody, njnt = Dims::njnt, ngeom = Dims::ngeom;
+  static constexpr int nu_ = detail::at_least_one(Dims::nu);
+  static constexpr int ncon_ = detail::at_least_one(Dims::ncon);
+  static constexpr int nefc_ = detail::at_least_one(Dims::nefc);
+
+  // ---- state and control ----
+  Scalar time;                ///< simulation time
+  Scalar qpos[nq];            ///< positions
+  Scalar qvel[nv];            ///< velocities
+  Scalar ctrl[nu_];           ///< controls (clamped to ctrlrange when the actuator is ctrllimited)
+  Scalar qacc_warmstart[nv];  ///< the previous step's acceleration (solver warm start)
+  int warning;                ///< warning_bits of the last step
+
+  // ---- position stage ----
+  Scalar xpos[nbody][3];        ///< body frame origin (world)
+  Scalar xquat[nbody][4];       ///< body orientation (w, x, y, z)
+  Scalar xmat[nbody][9];        ///< body orientation, row-major 3x3
+  Scalar xipos[nbody][3];       ///< centre of mass
+  Scalar ximat[nbody][9];       ///< principal inertia frame
+  Scalar xanchor[njnt][3];      ///< joint anchor (world)
+  Scalar xaxis[njnt][3];        ///< joint axis (world)
+  Scalar geom_xpos[ngeom][3];   ///< geom position
+  Scalar geom_xmat[ngeom][9];   ///< geom orientation
+  Scalar subtree_com[nbody][3]; ///< centre of mass of each subtree
+  Scalar cinert[nbody][10];     ///< com-based body inertia (mjData layout: 6 of I at subtree_com of the root, 3 of m*offset, m)
+  Scalar cdof[nv][6];           ///< com-based motion axis of each dof (rotation, translation)
+  Scalar crb[nbody][10];        ///< composite rigid-body inertia
+  Scalar qM[nv][nv];            ///< joint-space mass matrix, dense and symmetric, armature included
+  Scalar qLD[nv][nv];           ///< its Cholesky factor L (lower triangle; M = L L^T)
+
+  // ---- contacts and constraints ----
+  int ncon;                       ///< contacts found
+  contact<Scalar> con[ncon_];     ///< the contacts
+  int nl;                         ///< limit rows (they come first, as in MuJoCo: limits then contacts)
+  int nefc;                       ///< constraint rows
+  int efc_type[nefc_];            ///< constraint_type of each row
+  int efc_id[nefc_];              ///< joint (limit) or contact index
+  Scalar efc_J[nefc_][nv];        ///< constraint Jacobian (dense)
+  Scalar efc_pos[nefc_];          ///< constraint position (distance)
+  Scalar efc_margin[nefc_];       ///< inclusion margin
+  Scalar efc_diagApprox[nefc_];   ///< approximation of the diagonal of J M^-1 J^T (from invweight0)
+  Scalar efc_R[nefc_];            ///< regularizer
+  Scalar efc_D[nefc_];            ///< 1/R
+  Scalar efc_KBIP[nefc_][4];      ///< stiffness, damping, impedance, impedance derivative
+  Scalar efc_aref[nefc_];         ///< reference acceleration
+  Scalar efc_vel[nefc_];          ///< J qvel
+  Scalar efc_force[nefc_];        ///< constraint force
+  int efc_state[nefc_];           ///< solver state of the row (MuJoCo's mjtConstraintState)
+
+  // ---- velocity stage ----
+  Scalar cvel[nbody][6];          ///< com-based velocity (rotation, translation)
+  Scalar cdof_dot[nv][6];         ///< time derivative of cdof
+  Scalar qfrc_bias[nv];           ///< C(q, qdot) + gravity (RNE)
+  Scalar qfrc_passive[nv];        ///< springs and dampers
+  Scalar actuator_force[nu_];     ///< actuator forces
+  Scalar qfrc_actuator[nv];       ///< actuator forces in joint space
+
+  // ---- acceleration stage ----
+  Scalar qfrc_smooth[nv];         ///< passive - bias + actuator
+  Scalar qacc_smooth[nv];         ///< M^-1 qfrc_smooth
+  Scalar qfrc_constraint[nv];     ///< J^T efc_force
+  Scalar qacc[nv];                ///< acceleration
+  int solver_niter;               ///< Newton iterations of the last solve
+};
+
+}  // namespace physics
+}  // namespace rlkernels

@@ -1,0 +1,165 @@
+// rlkernels/physics/model.hpp
+// The constants of one articulated-body model, as MuJoCo's compiler leaves them in an mjModel, for
+// the subset of MJCF the engine supports (hinge and slide joints, planes, spheres and capsules,
+// motor actuators on joints, soft contacts and joint limits). A model is a plain value: arrays sized
+// at compile time by a `Dims` type, no pointers, so it can live in an env's Params and be passed by
+// value into a CUDA kernel. Models are generated from MJCF by scripts/mjcf_to_header.py (never
+// written by hand); field names and layouts follow mjModel's, so every value can be compared with
+// the compiled mjModel one to one.
+#pragma once
+
+#include "../core/config.hpp"
+
+namespace rlkernels {
+namespace physics {
+
+/// Joint types, numbered as MuJoCo's mjtJoint (free = 0 and ball = 1 are not supported yet).
+enum class joint_type : int { free = 0, ball = 1, slide = 2, hinge = 3 };
+
+/// Geom types, numbered as MuJoCo's mjtGeom (the subset the collision functions support).
+enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
+
+/// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
+enum class integrator_kind : int { euler = 0, rk4 = 1 };
+
+/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones).
+enum class constraint_type : int { limit_joint = 3, contact_pyramidal = 5 };
+
+/// @brief The compile-time sizes of a model, as the generator writes them:
+/// @code
+/// struct hopper_dims {
+///   static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5;
+///   static constexpr int npair = 10;     // candidate geom pairs (after contype/conaffinity/parent filters)
+///   static constexpr int ncon = 18;      // contact slots: the sum over pairs of pair_maxcon
+///   static constexpr int nefc = 78;      // constraint-row slots: 2 per limited joint + (2*condim-2 rows) per contact slot
+/// };
+/// @endcode
+/// A Dims type holds only these `static constexpr int` members; every size is > 0 except npair,
+/// ncon, nefc, which may be 0 (the arrays then have one unused element).
+template <class Dims>
+struct dims_check {
+  static_assert(Dims::nq > 0 && Dims::nv > 0 && Dims::nbody > 1 && Dims::njnt > 0 && Dims::ngeom > 0,
+                "rlkernels::physics: a model needs nq, nv, njnt, ngeom > 0 and a body besides the world");
+  static_assert(Dims::nu >= 0 && Dims::npair >= 0 && Dims::ncon >= 0 && Dims::nefc >= 0,
+                "rlkernels::physics: nu, npair, ncon and nefc must be >= 0");
+  static constexpr bool value = true;
+};
+
+namespace detail {
+/// Array length for a size that may be 0 (C++ has no zero-length arrays).
+constexpr int at_least_one(int n) { return n > 0 ? n : 1; }
+}  // namespace detail
+
+/// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
+/// same units, same layout; body 0 is the world). Generated, trivially copyable.
+/// @tparam Scalar float or double: the type the engine computes in (the generator writes the
+///         values as double literals; float models round them once)
+/// @tparam Dims the sizes (see dims_check)
+template <class Scalar, class Dims>
+struct model {
+  static_assert(dims_check<Dims>::value, "");
+  using scalar_type = Scalar;  ///< the engine's number type
+  using dims = Dims;           ///< the sizes
+  static constexpr int nq = Dims::nq;        ///< position coordinates
+  static constexpr int nv = Dims::nv;        ///< degrees of freedom
+  static constexpr int nu = Dims::nu;        ///< actuators (controls)
+  static constexpr int nbody = Dims::nbody;  ///< bodies, the world (body 0) included
+  static constexpr int njnt = Dims::njnt;    ///< joints
+  static constexpr int ngeom = Dims::ngeom;  ///< geoms
+  static constexpr int npair = Dims::npair;  ///< candidate collision pairs
+  static constexpr int ncon = Dims::ncon;    ///< contact slots
+  static constexpr int nefc = Dims::nefc;    ///< constraint-row slots
+  static constexpr int nu_ = detail::at_least_one(nu);
+  static constexpr int npair_ = detail::at_least_one(npair);
+
+  // ---- mjOption ----
+  Scalar timestep;           ///< opt.timestep (s)
+  Scalar gravity[3];         ///< opt.gravity
+  Scalar impratio;           ///< opt.impratio (pyramidal cone: scales the friction rows' regularizer)
+  Scalar tolerance;          ///< opt.tolerance (Newton: stop when the scaled improvement or gradient is below)
+  Scalar ls_tolerance;       ///< opt.ls_tolerance
+  Scalar o_margin;           ///< opt.o_margin (unused unless the override flag is set; generator refuses it)
+  integrator_kind integrator;  ///< opt.integrator
+  int iterations;            ///< opt.iterations (Newton iterations, at most)
+  int ls_iterations;         ///< opt.ls_iterations (line-search iterations, at most)
+  int disableflags;          ///< opt.disableflags (mjtDisableBit)
+  int enableflags;           ///< opt.enableflags (mjtEnableBit; the generator refuses any it does not support)
+  Scalar meaninertia;        ///< stat.meaninertia (scales the solver's tolerances)
+
+  // ---- bodies (nbody; body 0 = world) ----
+  int body_parentid[nbody];   ///< parent body
+  int body_rootid[nbody];     ///< top-level ancestor below the world
+  int body_weldid[nbody];     ///< the body this one is welded to (no joints in between)
+  int body_jntnum[nbody];     ///< joints of the body
+  int body_jntadr[nbody];     ///< first joint (-1 if none)
+  int body_dofnum[nbody];     ///< degrees of freedom of the body
+  int body_dofadr[nbody];     ///< first dof (-1 if none)
+  Scalar body_pos[nbody][3];      ///< position in the parent frame
+  Scalar body_quat[nbody][4];     ///< orientation in the parent frame (w, x, y, z)
+  Scalar body_ipos[nbody][3];     ///< centre of mass in the body frame
+  Scalar body_iquat[nbody][4];    ///< principal-axes frame of inertia in the body frame
+  Scalar body_mass[nbody];        ///< mass
+  Scalar body_inertia[nbody][3];  ///< principal moments of inertia
+  Scalar body_invweight0[nbody][2];  ///< mean inverse inertia at qpos0 (translation, rotation)
+
+  // ---- joints (njnt) ----
+  joint_type jnt_type[Dims::njnt];  ///< hinge or slide
+  int jnt_qposadr[Dims::njnt];      ///< first qpos coordinate
+  int jnt_dofadr[Dims::njnt];       ///< first dof
+  int jnt_bodyid[Dims::njnt];       ///< body the joint moves
+  int jnt_limited[Dims::njnt];      ///< 1 if the joint has a range constraint
+  int jnt_actuatorid[Dims::njnt];   ///< mjModel's jnt_actuatorid (-1 unless an actuator contributes damping/armature)
+  Scalar jnt_pos[Dims::njnt][3];    ///< anchor in the body frame
+  Scalar jnt_axis[Dims::njnt][3];   ///< axis in the body frame
+  Scalar jnt_range[Dims::njnt][2];  ///< range (rad or m), when limited
+  Scalar jnt_stiffness[Dims::njnt]; ///< spring stiffness (towards qpos_spring)
+  Scalar jnt_margin[Dims::njnt];    ///< limit margin (a limit row is active when dist < margin)
+  Scalar jnt_solref[Dims::njnt][2]; ///< solref of the limit
+  Scalar jnt_solimp[Dims::njnt][5]; ///< solimp of the limit
+
+  // ---- degrees of freedom (nv) ----
+  int dof_bodyid[nv];         ///< body of the dof
+  int dof_jntid[nv];          ///< joint of the dof
+  int dof_parentid[nv];       ///< previous dof in the tree (-1 at a root)
+  Scalar dof_armature[nv];    ///< armature inertia added to M's diagonal
+  Scalar dof_damping[nv];     ///< viscous damping
+  Scalar dof_invweight0[nv];  ///< diagonal of M^-1 at qpos0 (for diagApprox of limit rows)
+
+  Scalar qpos0[nq];        ///< reference configuration (joint angle offsets are measured from it)
+  Scalar qpos_spring[nq];  ///< spring rest positions
+
+  // ---- geoms (ngeom) ----
+  geom_type geom_type_[Dims::ngeom];  ///< mjModel's geom_type (trailing _: the enum has the name)
+  int geom_bodyid[Dims::ngeom];       ///< body the geom is attached to
+  int geom_contype[Dims::ngeom];      ///< contact type bits
+  int geom_conaffinity[Dims::ngeom];  ///< contact affinity bits
+  int geom_condim[Dims::ngeom];       ///< contact dimensionality (1 or 3 supported)
+  int geom_priority[Dims::ngeom];     ///< contact parameter priority
+  Scalar geom_solmix[Dims::ngeom];    ///< solref/solimp mixing weight
+  Scalar geom_solref[Dims::ngeom][2]; ///< contact solref
+  Scalar geom_solimp[Dims::ngeom][5]; ///< contact solimp
+  Scalar geom_margin[Dims::ngeom];    ///< contact margin
+  Scalar geom_gap[Dims::ngeom];       ///< contact gap
+  Scalar geom_friction[Dims::ngeom][3];  ///< sliding, torsional, rolling friction
+  Scalar geom_size[Dims::ngeom][3];   ///< plane: half sizes (0 = infinite); sphere: radius; capsule: radius, half length
+  Scalar geom_pos[Dims::ngeom][3];    ///< position in the body frame
+  Scalar geom_quat[Dims::ngeom][4];   ///< orientation in the body frame
+
+  // ---- candidate collision pairs (generated: MuJoCo's broadphase filters applied to all geom pairs) ----
+  int pair_geom1[npair_];   ///< first geom (MuJoCo's order: the geom with the lower type first, as mj_collision orders them)
+  int pair_geom2[npair_];   ///< second geom
+  int pair_maxcon[npair_];  ///< contact slots the pair's collision function can fill (plane-sphere 1, plane-capsule 2, capsule-capsule 2)
+  int pair_conadr[npair_];  ///< first contact slot of the pair
+
+  // ---- actuators (nu): motors on joints (gaintype fixed, biastype none, dyntype none) ----
+  int actuator_trnid[nu_];           ///< joint the actuator drives
+  int actuator_ctrllimited[nu_];     ///< 1 if ctrl is clamped to ctrlrange
+  int actuator_forcelimited[nu_];    ///< 1 if the force is clamped to forcerange
+  Scalar actuator_gear[nu_];         ///< gear[0] (the joint transmission's moment)
+  Scalar actuator_gainprm[nu_];      ///< gainprm[0] (force = gainprm[0] * ctrl for a motor)
+  Scalar actuator_ctrlrange[nu_][2]; ///< control range
+  Scalar actuator_forcerange[nu_][2];///< force range
+};
+
+}  // namespace physics
+}  // namespace rlkernels
