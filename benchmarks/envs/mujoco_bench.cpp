@@ -1,0 +1,355 @@
+// benchmarks/envs/mujoco_bench.cpp
+// Env-steps per second of the MuJoCo locomotion envs Hopper-v5, Walker2d-v5 and HalfCheetah-v5:
+//   - rlkernels' own envs (rlkernels::hopper<Scalar>, walker2d<Scalar>, half_cheetah<Scalar> on the
+//     physics engine in include/rlkernels/physics/) through vec_env, step and step_unchecked, in
+//     float and in double, on the backend of this build variant;
+//   - on the host variants, beside them in the same run, MuJoCo's own C library (libmujoco from the
+//     PyPI wheel `mujoco`) batched the way EnvPool batches it: one mjData per env, a loop over the
+//     envs (OpenMP, schedule(static) like vec_env, in the openmp variant; one thread in the serial
+//     one), each env setting ctrl to its action and calling mj_step frame_skip times, as Gymnasium's
+//     MujocoEnv.do_simulation does, with Gymnasium v5's episode rules (healthy checks, truncation
+//     at 1000 steps, reset with v5's reset noise followed by mj_forward, as Gymnasium's set_state).
+// An env step is frame_skip physics steps (Hopper and Walker2d 4 x 0.002 s with RK4, HalfCheetah
+// 5 x 0.01 s with implicit Euler): items_per_second counts env steps, the mj_steps_per_second
+// counter physics steps, and env_steps_per_second_per_thread divides by the threads that had
+// work (min(threads, N)).
+//
+// Rows: BM_vec_env_step/<id>/<backend>/<N> and BM_vec_env_step_unchecked/... for float,
+// BM_vec_env_step/<id>:double/<backend>/<N> ... for double, BM_mj_step/<id>/<backend>/<N> for
+// MuJoCo (host variants, when CMake found MuJoCo and Gymnasium's XML files: RLK_BENCH_MUJOCO,
+// RLK_GYMNASIUM_ASSETS). Each part is compiled only where it exists: the env headers are looked for
+// with __has_include, so this file builds before (and without) them. Built once per backend by
+// rlk_add_variants; benchmarks/compare.py runs it beside Gymnasium and EnvPool.
+#include <rlkernels/core/memory.hpp>
+#include <rlkernels/core/random.hpp>
+#include <rlkernels/envs/vec_env.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include "../bench_common.hpp"
+
+#if __has_include(<rlkernels/envs/mujoco/hopper.hpp>)
+#include <rlkernels/envs/mujoco/hopper.hpp>
+#define RLK_BENCH_HAVE_HOPPER 1
+#endif
+#if __has_include(<rlkernels/envs/mujoco/walker2d.hpp>)
+#include <rlkernels/envs/mujoco/walker2d.hpp>
+#define RLK_BENCH_HAVE_WALKER2D 1
+#endif
+#if __has_include(<rlkernels/envs/mujoco/half_cheetah.hpp>)
+#include <rlkernels/envs/mujoco/half_cheetah.hpp>
+#define RLK_BENCH_HAVE_HALF_CHEETAH 1
+#endif
+
+// MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
+#if defined(RLK_BENCH_MUJOCO) && !defined(RLK_BACKEND_CUDA)
+#include <mujoco/mujoco.h>
+#define RLK_BENCH_HAVE_MJ 1
+#ifndef RLK_GYMNASIUM_ASSETS
+#error "mujoco_bench: RLK_BENCH_MUJOCO needs RLK_GYMNASIUM_ASSETS (the directory of Gymnasium's MuJoCo XML files)"
+#endif
+#endif
+
+#if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace rlk = rlkernels;
+using rlk_bench::bench_backend;
+using rlk_bench::fixture_for;
+
+constexpr std::int64_t batch_sizes[] = {1, 64, 1024, 4096};
+constexpr std::uint64_t env_seed = 2026;
+constexpr std::size_t action_buffer_count = 4;  // cycled, so steps do not repeat one action pattern
+constexpr double min_time_s = 0.2;
+
+/// Threads an OpenMP loop over n envs keeps busy (1 on serial and CUDA).
+int busy_threads(std::int64_t n) {
+#if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
+  return int(std::min<std::int64_t>(omp_get_max_threads(), n));
+#else
+  (void)n;
+  return 1;
+#endif
+}
+
+/// Warm-up steps for batch size n: the binary's default follows the rule every system of
+/// benchmarks/compare.py gets (128 steps, fewer for big batches: about 2^20 env steps, at least 8), so
+/// that the device check's 2^22 envs warm up in 8 steps. Enough to spread Hopper's and Walker2d's
+/// resets (random-action episodes last tens of steps); HalfCheetah never terminates.
+int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
+
+/// [action_buffer_count][n * width] actions uniform in [-1, 1] (the three models' ctrlrange);
+/// a pure function of n, so every row (ours and MuJoCo's) sees the same actions.
+template <class T>
+std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
+  std::mt19937 gen(static_cast<std::uint32_t>(777 + n));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<std::vector<T>> out(action_buffer_count, std::vector<T>(n * std::size_t(width)));
+  for (auto& actions : out)
+    for (auto& a : actions) a = static_cast<T>(u(gen));
+  return out;
+}
+
+void set_counters(benchmark::State& state, std::int64_t n, int frame_skip) {
+  const double env_steps = double(state.iterations()) * double(n);
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["mj_steps_per_second"] = benchmark::Counter(env_steps * frame_skip, benchmark::Counter::kIsRate);
+  state.counters["env_steps_per_second_per_thread"] =
+      benchmark::Counter(env_steps / busy_threads(n), benchmark::Counter::kIsRate);
+}
+
+// ---- rlkernels vec_env ------------------------------------------------------------------------
+
+template <class Env>
+struct vec_env_fixture {
+  using vec = rlk::vec_env<Env, bench_backend>;
+  using action_type = typename vec::action_type;
+  std::size_t num_envs;
+  vec envs;
+  std::vector<rlk::buffer<action_type, bench_backend>> actions;
+  vec_env_fixture(std::size_t n, int warmup) : num_envs(n), envs(bench_backend{}, n, env_seed) {
+    for (const auto& host : make_actions<action_type>(n, vec::action_width)) actions.emplace_back(bench_backend{}, host);
+    for (int t = 0; t < warmup; ++t) envs.step_unchecked(action(std::size_t(t)));
+    rlk::synchronize(bench_backend{});
+  }
+  rlk::view<const action_type> action(std::size_t k) const { return actions[k % actions.size()].cview(); }
+};
+
+template <class Env, bool Checked>
+void BM_vec_env(benchmark::State& state, int frame_skip) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  auto& f = fixture_for<vec_env_fixture<Env>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
+  std::size_t k = 0;
+  for (auto _ : state) {
+    if constexpr (Checked) {
+      f.envs.step(f.action(k++));
+    } else {
+      f.envs.step_unchecked(f.action(k++));
+    }
+    rlk::synchronize(f.envs.backend());  // CUDA launches are asynchronous: time finished steps
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, std::int64_t(n), frame_skip);
+}
+
+template <class Env>
+void add_vec_env_rows(const std::string& id, int frame_skip, std::int64_t n) {
+  const std::string backend = rlk::backend_name(bench_backend{});
+  const double t = rlk_bench::min_time_or(min_time_s);
+  for (const auto& [row, fn] : {std::pair{"BM_vec_env_step/", &BM_vec_env<Env, true>},
+                                std::pair{"BM_vec_env_step_unchecked/", &BM_vec_env<Env, false>}}) {
+    benchmark::RegisterBenchmark((row + id + "/" + backend).c_str(), fn, frame_skip)
+        ->Arg(n)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(t);
+  }
+}
+
+// ---- MuJoCo's mj_step, one mjData per env -------------------------------------------------------
+
+#if RLK_BENCH_HAVE_MJ
+/// Gymnasium v5's settings of the three envs (gymnasium/envs/mujoco/*_v5.py defaults).
+struct mj_env_spec {
+  const char* id;
+  const char* xml;           ///< file in Gymnasium's assets directory
+  int frame_skip;
+  double reset_noise_scale;
+  bool cheetah_noise;        ///< HalfCheetah: qvel noise is reset_noise_scale * N(0, 1), not uniform
+  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's
+};
+
+constexpr mj_env_spec hopper_spec{"Hopper-v5", "hopper.xml", 4, 5e-3, false, 1};
+constexpr mj_env_spec walker2d_spec{"Walker2d-v5", "walker2d_v5.xml", 4, 5e-3, false, 2};
+constexpr mj_env_spec half_cheetah_spec{"HalfCheetah-v5", "half_cheetah.xml", 5, 0.1, true, 0};
+
+/// The loaded model of one spec, shared by every fixture of that env (loading takes milliseconds;
+/// never freed: it lives until the process ends).
+const mjModel* load_model(const mj_env_spec& spec) {
+  static std::vector<std::pair<const char*, mjModel*>> models;
+  for (const auto& [id, m] : models)
+    if (id == spec.id) return m;
+  const std::string path = std::string(RLK_GYMNASIUM_ASSETS) + "/" + spec.xml;
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(path.c_str(), nullptr, error, sizeof error);
+  if (!m) throw std::runtime_error("mj_loadXML(" + path + "): " + error);
+  models.emplace_back(spec.id, m);
+  return m;
+}
+
+/// N envs of one spec as EnvPool batches MuJoCo: an mjData each, stepped in a loop over the envs.
+/// Per env step: ctrl = the action, mj_step x frame_skip, Gymnasium v5's reward (forward velocity
+/// from qpos[0] before and after, healthy reward, control cost) and observation (qpos[1:], qvel;
+/// Hopper and Walker2d clip qvel to +-10), its healthy check and 1000-step truncation; an env whose episode
+/// ends is reset at once (mj_resetData, v5's reset noise, mj_forward) like vec_env's.
+template <const mj_env_spec& Spec>
+struct mj_fixture {
+  std::size_t num_envs;
+  const mjModel* m;
+  int nq, nv, nu, obs_size;
+  std::vector<mjData*> data;
+  std::vector<std::mt19937_64> gens;  // per env: its reset noise
+  std::vector<std::int32_t> elapsed;
+  std::vector<double> observations, rewards;
+  std::vector<std::uint8_t> terminated, truncated;
+  std::vector<std::vector<double>> actions;
+
+  mj_fixture(std::size_t n, int warmup)
+      : num_envs(n), m(load_model(Spec)), nq(m->nq), nv(m->nv), nu(m->nu), obs_size(m->nq - 1 + m->nv), data(n, nullptr),
+        elapsed(n, 0), observations(n * std::size_t(obs_size)), rewards(n), terminated(n), truncated(n),
+        actions(make_actions<double>(n, m->nu)) {
+    gens.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      gens.emplace_back(env_seed * 1000003u + i);
+      data[i] = mj_makeData(m);
+      if (!data[i]) throw std::runtime_error("mj_makeData failed (out of memory?)");
+      reset(i);
+    }
+    for (int t = 0; t < warmup; ++t) step(std::size_t(t));
+  }
+  mj_fixture(const mj_fixture&) = delete;
+  mj_fixture& operator=(const mj_fixture&) = delete;
+  ~mj_fixture() {
+    for (mjData* d : data) mj_deleteData(d);
+  }
+
+  void reset(std::size_t i) {
+    mjData* d = data[i];
+    mj_resetData(m, d);
+    std::uniform_real_distribution<double> u(-Spec.reset_noise_scale, Spec.reset_noise_scale);
+    std::normal_distribution<double> g(0.0, 1.0);
+    for (int k = 0; k < nq; ++k) d->qpos[k] = m->qpos0[k] + u(gens[i]);
+    for (int k = 0; k < nv; ++k) d->qvel[k] = Spec.cheetah_noise ? Spec.reset_noise_scale * g(gens[i]) : u(gens[i]);
+    mj_forward(m, d);
+    elapsed[i] = 0;
+  }
+
+  bool healthy(const mjData* d) const {
+    const double z = d->qpos[1], angle = d->qpos[2];
+    if (Spec.healthy == 1) {  // Hopper: state_vector()[2:] in (-100, 100), z > 0.7, |angle| < 0.2
+      for (int k = 2; k < nq; ++k)
+        if (!(std::fabs(d->qpos[k]) < 100.0)) return false;
+      for (int k = 0; k < nv; ++k)
+        if (!(std::fabs(d->qvel[k]) < 100.0)) return false;
+      return z > 0.7 && std::fabs(angle) < 0.2;
+    }
+    if (Spec.healthy == 2) return z > 0.8 && z < 2.0 && angle > -1.0 && angle < 1.0;  // Walker2d
+    return true;
+  }
+
+  void step_one(std::size_t i, const double* action) {
+    mjData* d = data[i];
+    for (int k = 0; k < nu; ++k) d->ctrl[k] = action[k];
+    const double x_before = d->qpos[0];
+    for (int f = 0; f < Spec.frame_skip; ++f) mj_step(m, d);
+    const double dt = m->opt.timestep * Spec.frame_skip;
+    double ctrl_cost = 0;
+    for (int k = 0; k < nu; ++k) ctrl_cost += action[k] * action[k];
+    const bool ok = healthy(d);
+    const double healthy_reward = Spec.healthy ? (ok ? 1.0 : 0.0) : 0.0;
+    rewards[i] = (d->qpos[0] - x_before) / dt + healthy_reward - (Spec.healthy ? 1e-3 : 0.1) * ctrl_cost;
+    double* obs = observations.data() + i * std::size_t(obs_size);
+    for (int k = 1; k < nq; ++k) obs[k - 1] = d->qpos[k];
+    for (int k = 0; k < nv; ++k) obs[nq - 1 + k] = Spec.healthy ? std::clamp(d->qvel[k], -10.0, 10.0) : d->qvel[k];
+    terminated[i] = !ok;
+    truncated[i] = ++elapsed[i] >= 1000;
+    if (terminated[i] || truncated[i]) reset(i);
+  }
+
+  void step(std::size_t k) {
+    const double* a = actions[k % actions.size()].data();
+    const auto n = static_cast<std::int64_t>(num_envs);
+#if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < n; ++i) step_one(std::size_t(i), a + std::size_t(i) * std::size_t(nu));
+  }
+};
+
+template <const mj_env_spec& Spec>
+void BM_mj_step(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  mj_fixture<Spec>* f = nullptr;
+  try {
+    f = &fixture_for<mj_fixture<Spec>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  std::size_t k = 0;
+  for (auto _ : state) {
+    f->step(k++);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, std::int64_t(n), Spec.frame_skip);
+}
+
+template <const mj_env_spec& Spec>
+void add_mj_row(std::int64_t n) {
+  const std::string backend = rlk::backend_name(bench_backend{});
+  benchmark::RegisterBenchmark((std::string("BM_mj_step/") + Spec.id + "/" + backend).c_str(), BM_mj_step<Spec>)
+      ->Arg(n)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(rlk_bench::min_time_or(min_time_s));
+}
+#endif
+
+/// Env-major, then N (each fixture is built once per (env, N)); per N: ours in float and double,
+/// then MuJoCo's.
+template <class FloatEnv, class DoubleEnv>
+void add_rlk_rows(const char* id, int frame_skip, std::int64_t n) {
+  add_vec_env_rows<FloatEnv>(id, frame_skip, n);
+  add_vec_env_rows<DoubleEnv>(std::string(id) + ":double", frame_skip, n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!rlk_bench::parse_options_or_report(argc, argv, "mujoco_bench")) return 2;
+  const std::vector<std::int64_t> sizes = rlk_bench::batch_sizes_or(batch_sizes);
+  for (const std::int64_t n : sizes) {
+#if RLK_BENCH_HAVE_HOPPER
+    add_rlk_rows<rlk::hopper<float>, rlk::hopper<double>>("Hopper-v5", 4, n);
+#endif
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<hopper_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+#if RLK_BENCH_HAVE_WALKER2D
+    add_rlk_rows<rlk::walker2d<float>, rlk::walker2d<double>>("Walker2d-v5", 4, n);
+#endif
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<walker2d_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+#if RLK_BENCH_HAVE_HALF_CHEETAH
+    add_rlk_rows<rlk::half_cheetah<float>, rlk::half_cheetah<double>>("HalfCheetah-v5", 5, n);
+#endif
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<half_cheetah_spec>(n);
+#endif
+  }
+#if RLK_BENCH_HAVE_MJ
+  benchmark::AddCustomContext("mujoco_version", mj_versionString());
+#endif
+  return rlk_bench::run_registered_benchmarks(argc, argv, "mujoco_bench");
+}
