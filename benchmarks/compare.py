@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """rlkernels against the CPU baselines users run today, on this machine, in one invocation.
 
-Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1 and MinAtar Breakout over a sweep of
-batch sizes N, for:
+Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1, MinAtar Breakout and the MuJoCo
+locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5 over a sweep of batch sizes N, for:
 
   rlkernels      vec_env::step on the serial, OpenMP and (with an NVIDIA GPU) CUDA backends, from
                  the Google Benchmark binaries cartpole_bench / classic_control_bench / grid_bench;
                  on CUDA also step + copying observations, rewards and flags to the host
+                 (the MuJoCo envs: mujoco_bench, in float and in double)
   C++ gym-style  the in-binary baseline of those binaries: one heap object per env behind a
                  virtual reset()/step() interface, stepped one at a time (the same env arithmetic)
+  MuJoCo mj_step the MuJoCo envs' C baseline in mujoco_bench: MuJoCo's own C library (the mujoco
+                 wheel's libmujoco) batched as EnvPool does, one mjData per env, OpenMP over the envs
+                 (one thread in the serial binary), ctrl = action and mj_step x frame_skip per env
+                 step, with Gymnasium v5's healthy checks, truncation and resets; a per-core table
+                 sets ours beside it (the target: ours in double >= 2x mj_step per core)
   Gymnasium      one env (gym.make), SyncVectorEnv and AsyncVectorEnv (gym.make_vec, same-step
                  autoreset like ours), and CartPole's NumPy CartPoleVectorEnv (pip gymnasium)
-  EnvPool        envpool.make(..., num_threads=<cores>, batch_size=N) (pip envpool)
+  EnvPool        envpool.make(..., num_threads=<cores>, batch_size=N) (pip envpool); for the MuJoCo
+                 envs its v4 ids (Hopper-v4, ...) and, where the installed EnvPool has them, its v5 ids
   MinAtar        the minatar package's Environment, one per env, stepped in a Python loop
 
 and the training time of PPO on CartPole-v1 (seconds until the mean return of the last 100
@@ -71,24 +78,41 @@ ENVS = {
     # minatar.Environment("breakout") and the gymnasium id MinAtar/Breakout-v0 it registers.
     "MinAtar-Breakout": dict(binary="grid_bench", row_env="MinAtar-Breakout-v0", gym_id="MinAtar/Breakout-v0",
                              envpool_id=None, minatar="breakout", actions=("discrete", 6)),
+    # The MuJoCo envs (mujoco=True): ours in float and double, MuJoCo's mj_step beside them in the same
+    # binary; EnvPool under its v4 id (the issue's) and its v5 id when the installed EnvPool has one
+    # (envpool >= 1.x: the same XML and v5 settings as Gymnasium's).
+    "Hopper-v5": dict(binary="mujoco_bench", row_env="Hopper-v5", gym_id="Hopper-v5", envpool_id="Hopper-v4",
+                      envpool_v5_id="Hopper-v5", minatar=None, actions=("continuous", 3, -1.0, 1.0), mujoco=True),
+    "Walker2d-v5": dict(binary="mujoco_bench", row_env="Walker2d-v5", gym_id="Walker2d-v5", envpool_id="Walker2d-v4",
+                        envpool_v5_id="Walker2d-v5", minatar=None, actions=("continuous", 6, -1.0, 1.0), mujoco=True),
+    "HalfCheetah-v5": dict(binary="mujoco_bench", row_env="HalfCheetah-v5", gym_id="HalfCheetah-v5",
+                           envpool_id="HalfCheetah-v4", envpool_v5_id="HalfCheetah-v5", minatar=None,
+                           actions=("continuous", 6, -1.0, 1.0), mujoco=True),
 }
+MUJOCO_ENVS = [e for e, spec in ENVS.items() if spec.get("mujoco")]
 
 # key -> label in tables and plots (a measured label may add threads or the GPU). Order = table rows.
 SYSTEMS = {
     "rlk_cuda": "rlkernels CUDA",
+    "rlk_cuda_f64": "rlkernels CUDA, double",
     "rlk_cuda_to_host": "rlkernels CUDA + copy to host",
     "rlk_openmp": "rlkernels OpenMP",
+    "rlk_openmp_f64": "rlkernels OpenMP, double",
     "rlk_serial": "rlkernels serial",
+    "rlk_serial_f64": "rlkernels serial, double",
     "gym_style_cpp": "C++ gym-style loop (ours, 1 thread)",
+    "mujoco_openmp": "MuJoCo mj_step (C, OpenMP over envs)",
+    "mujoco_serial": "MuJoCo mj_step (C, 1 thread)",
     "envpool": "EnvPool",
     "envpool_minus_one": "EnvPool, one thread fewer",
+    "envpool_v5": "EnvPool, v5 id",
     "gymnasium_numpy": "Gymnasium CartPoleVectorEnv (NumPy)",
     "gymnasium_sync": "Gymnasium SyncVectorEnv",
     "gymnasium_async": "Gymnasium AsyncVectorEnv",
     "gymnasium": "Gymnasium, one env",
     "minatar": "MinAtar package (Python loop)",
 }
-PYTHON_SYSTEMS = ["envpool", "envpool_minus_one", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
+PYTHON_SYSTEMS = ["envpool", "envpool_minus_one", "envpool_v5", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
 ALL_SIZES = [1, 16, 256, 4096, 65536, 1 << 20]
 ACTION_BATCHES = 4
 
@@ -169,12 +193,13 @@ def markdown_summary(cells: list[dict]) -> str:
     """Per env: the best median of rlkernels and of each baseline family (at its best N), and the
     speed-ups of our best over Gymnasium's single env and over the best package measured (EnvPool,
     Gymnasium, MinAtar; our own C++ gym-style loop has its column but is not a package)."""
-    families = [("rlkernels", ["rlk_cuda", "rlk_openmp", "rlk_serial"]),
-                ("EnvPool", ["envpool", "envpool_minus_one"]),
+    families = [("rlkernels", OURS),
+                ("EnvPool", ["envpool", "envpool_minus_one", "envpool_v5"]),
                 ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
                 ("Gymnasium, one env", ["gymnasium"]),
                 ("MinAtar package", ["minatar"]),
-                ("C++ gym-style loop", ["gym_style_cpp"])]
+                ("C++ gym-style loop", ["gym_style_cpp"]),
+                ("MuJoCo mj_step (C)", ["mujoco_openmp", "mujoco_serial"])]
     head = "| env | " + " | ".join(f for f, _ in families) + " | ours / Gymnasium one env | ours / best package |"
     lines = [head, "|---|" + "---|" * (len(families) + 2)]
     baselines = [s for s in SYSTEMS if not s.startswith("rlk_") and s != "gym_style_cpp"]
@@ -191,7 +216,7 @@ def markdown_summary(cells: list[dict]) -> str:
                 short = short[1:-1] if short.startswith("(") and short.endswith(")") else short
                 where = f"{short}, N={human_n(b['n'])}" if len(systems) > 1 else f"N={human_n(b['n'])}"
                 row.append(f"{human_rate(b['summary']['median'])} ({where})")
-        ours = best_cell(cells, env, ["rlk_cuda", "rlk_openmp", "rlk_serial"])
+        ours = best_cell(cells, env, OURS)
         one = best_cell(cells, env, ["gymnasium"])
         base = best_cell(cells, env, baselines)
         def ratio(a, b):
@@ -201,6 +226,48 @@ def markdown_summary(cells: list[dict]) -> str:
             return f"{r:.1f}x" if r < 10 else f"{r:,.0f}x"
         row += [ratio(ours, one), ratio(ours, base)]
         lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+OURS = ["rlk_cuda", "rlk_cuda_f64", "rlk_openmp", "rlk_openmp_f64", "rlk_serial", "rlk_serial_f64"]
+
+
+def cores_used(cell: dict) -> int:
+    """The cores a measurement kept busy: its threads (1 for the serial and single-env rows), at most N."""
+    return max(1, min(int(cell.get("threads") or 1), int(cell["n"])))
+
+
+def markdown_per_core(env: str, cells: list[dict], sizes: list[int]) -> str:
+    """The MuJoCo envs' per-core table: env-steps/s per busy core (serial rows as measured, OpenMP and
+    EnvPool rows divided by min(threads, N)) of ours in float and double and of MuJoCo's mj_step, and
+    ours over mj_step, serial against serial and OpenMP against OpenMP (the issue's target: double
+    >= 2x). Empty when neither mj_step row was measured."""
+    by = {(c["system"], c["n"]): c for c in cells if c["env"] == env and c["status"] == "ok"}
+    if not any(s in ("mujoco_serial", "mujoco_openmp") for s, _ in by):
+        return ""
+
+    def per_core(system, n):
+        c = by.get((system, n))
+        return c["summary"]["median"] / cores_used(c) if c else None
+
+    rows = [("mujoco_serial", "MuJoCo mj_step, 1 thread"), ("rlk_serial_f64", "rlkernels serial, double"),
+            ("rlk_serial", "rlkernels serial, float"), ("mujoco_openmp", "MuJoCo mj_step, OpenMP, per thread"),
+            ("rlk_openmp_f64", "rlkernels OpenMP double, per thread"), ("rlk_openmp", "rlkernels OpenMP float, per thread"),
+            ("envpool_v5", "EnvPool v5 id, per thread"), ("envpool", "EnvPool v4 id, per thread"),
+            ("gymnasium", "Gymnasium, one env")]
+    lines = [f"| {env}, env-steps/s per core | " + " | ".join(f"N={human_n(n)}" for n in sizes) + " |",
+             "|---|" + "---:|" * len(sizes)]
+    for system, label in rows:
+        if any((system, n) in by for n in sizes):
+            lines.append(f"| {label} | " + " | ".join(human_rate(per_core(system, n)) if (system, n) in by else ""
+                                                      for n in sizes) + " |")
+    for ours, base, label in [("rlk_serial_f64", "mujoco_serial", "double / mj_step (1 thread each)"),
+                              ("rlk_serial", "mujoco_serial", "float / mj_step (1 thread each)"),
+                              ("rlk_openmp_f64", "mujoco_openmp", "double / mj_step (OpenMP each)"),
+                              ("rlk_openmp", "mujoco_openmp", "float / mj_step (OpenMP each)")]:
+        ratios = [(per_core(ours, n), per_core(base, n)) for n in sizes]
+        if any(a and b for a, b in ratios):
+            lines.append(f"| **{label}** | " + " | ".join(f"{a / b:.2f}x" if a and b else "" for a, b in ratios) + " |")
     return "\n".join(lines)
 
 
@@ -341,17 +408,23 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
     label = SYSTEMS[system]
     extra = {}
     now = time.perf_counter
-    if system in ("envpool", "envpool_minus_one"):
+    if system in ("envpool", "envpool_minus_one", "envpool_v5"):
         import envpool
+        env_id = spec["envpool_v5_id"] if system == "envpool_v5" else spec["envpool_id"]
+        if env_id not in envpool.list_all_envs():
+            return {"unavailable": f"EnvPool {getattr(envpool, '__version__', '?')} has no {env_id}"}
         t0 = now()
         cores = len(os.sched_getaffinity(0))
         # the pool sized to the machine, or one core left to the Python thread that drives it
-        threads = cores if system == "envpool" else max(1, cores - 1)
+        threads = cores if system != "envpool_minus_one" else max(1, cores - 1)
         # batch_size = num_envs: synchronous stepping of all N, like every other system here.
-        envs = envpool.make(spec["envpool_id"], env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads,
+        envs = envpool.make(env_id, env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads,
                             seed=seed)
         envs.reset()
         label = f"EnvPool ({threads} thread{'s' if threads > 1 else ''})"
+        if spec.get("mujoco"):
+            label = f"EnvPool {env_id} ({threads} thread{'s' if threads > 1 else ''})"
+        extra["threads"] = threads
         extra["autoreset"] = "EnvPool's: the step after an episode ends returns the reset observation"
 
         def step(a):
@@ -414,6 +487,9 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
     else:
         raise ValueError(f"unknown worker system {system!r}")
     build_s = now() - t0  # making and resetting the envs, imports excluded
+    if spec.get("mujoco") and system.startswith("gymnasium"):
+        import mujoco
+        extra["mujoco"] = mujoco.__version__  # the MuJoCo that Gymnasium's envs step
     rates = time_steps(step, actions, n, warmup, repeats, min_time)
     return {"rates": rates, "label": label, "build_s": build_s, **extra}
 
@@ -514,7 +590,8 @@ class Runner:
             return json.loads(out.read_text())
 
     def ours(self, env: str, backend: str, build_dir: Path, systems_rows: dict):
-        """systems_rows: system key -> row-name prefix (without env or backend)."""
+        """systems_rows: system key -> row-name prefix (without env or backend), or (prefix, suffix of
+        the env part): ("BM_vec_env_step", ":double") reads BM_vec_env_step/<env>:double/<backend>/N."""
         spec = ENVS[env]
         exe = self.binary(build_dir, f"{spec['binary']}_{backend}")
         if not exe.exists():
@@ -522,20 +599,34 @@ class Runner:
                 self.skip(system, env, None, f"{exe} not built")
             return
         # Google Benchmark's filter is a POSIX extended regex: the env ids need no escaping there.
-        env_part = f"{spec['row_env']}/" if spec["row_env"] else ""
-        alternatives = "|".join(systems_rows.values())
-        filter_re = f"^({alternatives})/{env_part}[a-z]+/[0-9]+/"
+        parts = {}
+        for system, row in systems_rows.items():
+            prefix, suffix = row if isinstance(row, tuple) else (row, "")
+            parts[system] = f"{prefix}/{spec['row_env']}{suffix}/" if spec["row_env"] else f"{prefix}/"
+        alternatives = "|".join(dict.fromkeys(p[:-1] for p in parts.values()))
+        filter_re = f"^({alternatives})/[a-z]+/[0-9]+/"
         self.log(f"  {exe.name}: {', '.join(systems_rows)} ...")
         data = self.run_gbench(exe, [f"--rlk_batch_sizes={','.join(map(str, self.args.sizes))}",
                                      f"--rlk_min_time={self.args.min_time}", "--rlk_compare_warmup",
                                      f"--benchmark_repetitions={self.args.repeats}", f"--benchmark_filter={filter_re}"])
         threads = data["context"].get("omp_max_threads")
         gpu = data["context"].get("cuda_device")
-        for system, prefix in systems_rows.items():
+        for system, part in parts.items():
+            if not any(b["name"].startswith(part) for b in data["benchmarks"]):
+                # a row the binary does not have at all: say why (mujoco_bench builds its rows where
+                # their parts exist: ours with the env headers, mj_step with MuJoCo's library)
+                note = "no row"
+                if spec.get("mujoco") and system.startswith("mujoco_"):
+                    note = ("not in this build: CMake found no MuJoCo C library or Gymnasium assets "
+                            "(pip install mujoco==3.12.0 'gymnasium[mujoco]', then re-run CMake)")
+                elif spec.get("mujoco"):
+                    note = f"not in this build: {exe.name} was built without rlkernels' {env} env header"
+                self.skip(system, env, None, note, not_in_build=note != "no row")
+                continue
             for n in self.args.sizes:
                 rows = [b for b in data["benchmarks"]
                         if b.get("run_type") == "iteration"
-                        and re.match(f"^{re.escape(prefix + '/' + env_part)}[a-z]+/{n}/", b["name"])]
+                        and re.match(f"^{re.escape(part)}[a-z]+/{n}/", b["name"])]
                 errors = [b for b in rows if b.get("error_occurred")]
                 if errors:
                     self.skip(system, env, n, errors[0].get("error_message", "error"))
@@ -544,12 +635,18 @@ class Runner:
                     self.skip(system, env, n, "no row")
                     continue
                 label = SYSTEMS[system]
-                if system == "rlk_openmp" and threads:
+                if spec.get("mujoco") and system in ("rlk_openmp", "rlk_serial", "rlk_cuda"):
+                    label += ", float"
+                if system in ("rlk_openmp", "rlk_openmp_f64", "mujoco_openmp") and threads:
                     label += f" ({threads} threads)"
                 if system.startswith("rlk_cuda") and gpu:
                     label += f" ({gpu})"
-                self.add(system, env, n, [b["items_per_second"] for b in rows], label,
-                         {"binary": exe.name, "row": rows[0]["name"]})
+                if system.startswith("mujoco_") and data["context"].get("mujoco_version"):
+                    label = label.replace("MuJoCo", f"MuJoCo {data['context']['mujoco_version']}", 1)
+                extra = {"binary": exe.name, "row": rows[0]["name"]}
+                if backend == "openmp" and threads:
+                    extra["threads"] = int(threads)
+                self.add(system, env, n, [b["items_per_second"] for b in rows], label, extra)
 
     # ---- bookkeeping ----
 
@@ -561,11 +658,13 @@ class Runner:
         self.log(f"    {label:45s} {env:18s} N={human_n(n):>7s}  {human_rate(cell['summary']['median']):>7s} steps/s"
                  f"  (±{cell['summary']['spread_pct']:.1f}%)")
 
-    def skip(self, system, env, n, note):
+    def skip(self, system, env, n, note, not_in_build=False):
         sizes = self.args.sizes if n is None else [n]
         for size in sizes:
-            self.cells.append({"system": system, "label": SYSTEMS[system], "env": env, "n": size, "status": "skipped",
-                               "note": note})
+            cell = {"system": system, "label": SYSTEMS[system], "env": env, "n": size, "status": "skipped", "note": note}
+            if not_in_build:
+                cell["not_in_build"] = True  # a part this build left out (not a failure of --smoke)
+            self.cells.append(cell)
         self.log(f"    {SYSTEMS[system]:45s} {env:18s} N={'all' if n is None else human_n(n):>7s}  skipped: {note}")
 
     # ---- Python baselines ----
@@ -580,6 +679,8 @@ class Runner:
             return
         if system == "gymnasium_numpy" and env != "CartPole-v1":
             return  # Gymnasium ships a NumPy vector env for CartPole only
+        if system == "envpool_v5" and not spec.get("envpool_v5_id"):
+            return  # the v5 row is the MuJoCo envs' only
         if system in missing:
             return self.skip(system, env, None, missing[system])
         per_env_step = build_per_env = None
@@ -607,6 +708,8 @@ class Runner:
                     return self.skip(system, env, None, note)
                 self.skip(system, env, n, note)
                 continue
+            if "unavailable" in result:
+                return self.skip(system, env, None, result["unavailable"])
             extra = {k: v for k, v in result.items() if k not in ("rates", "label")}
             self.add(system, env, n, result["rates"], result["label"], extra)
             per_env_step = 1.0 / max(result["rates"])
@@ -743,15 +846,27 @@ class Runner:
         gpu = bool(self.machine["gpus"])
         for env in a.envs:
             self.log(f"== {env}")
-            self.ours(env, "serial", build, {"rlk_serial": "BM_vec_env_step", "gym_style_cpp": "BM_virtual_gym_style"})
-            self.ours(env, "openmp", build, {"rlk_openmp": "BM_vec_env_step"})
-            if gpu and cuda_build:
-                self.ours(env, "cuda", cuda_build, {"rlk_cuda": "BM_vec_env_step", "rlk_cuda_to_host": "BM_vec_env_step_to_host"})
-            elif env == a.envs[0]:
+            if ENVS[env].get("mujoco"):
+                # ours in float and double and MuJoCo's mj_step, from the same binary run
+                double = ("BM_vec_env_step", ":double")
+                self.ours(env, "serial", build, {"rlk_serial": "BM_vec_env_step", "rlk_serial_f64": double,
+                                                 "mujoco_serial": "BM_mj_step"})
+                self.ours(env, "openmp", build, {"rlk_openmp": "BM_vec_env_step", "rlk_openmp_f64": double,
+                                                 "mujoco_openmp": "BM_mj_step"})
+                if gpu and cuda_build:
+                    self.ours(env, "cuda", cuda_build, {"rlk_cuda": "BM_vec_env_step", "rlk_cuda_f64": double})
+            else:
+                self.ours(env, "serial", build, {"rlk_serial": "BM_vec_env_step", "gym_style_cpp": "BM_virtual_gym_style"})
+                self.ours(env, "openmp", build, {"rlk_openmp": "BM_vec_env_step"})
+                if gpu and cuda_build:
+                    self.ours(env, "cuda", cuda_build, {"rlk_cuda": "BM_vec_env_step",
+                                                        "rlk_cuda_to_host": "BM_vec_env_step_to_host"})
+            if not (gpu and cuda_build) and env == a.envs[0]:
                 self.notes.append("rlkernels CUDA: " + ("no NVIDIA GPU on this machine (nvidia-smi found none)" if not gpu
                                                         else "no CUDA build (--cuda-build-dir)"))
             for system in PYTHON_SYSTEMS:
-                if system in a.skip or (a.smoke and (env == "Acrobot-v1" or system == "envpool_minus_one")):
+                if system in a.skip or (a.smoke and (env in ("Acrobot-v1", "Walker2d-v5", "HalfCheetah-v5")
+                                                     or system == "envpool_minus_one")):
                     continue  # --smoke: each Python code path once, at N = 1 (CTest runs it in CI)
                 self.python_baseline(system, env, missing)
         if not a.skip_training:
@@ -840,8 +955,11 @@ def report_markdown(r: Runner, machine: dict, versions: dict, command: str, imag
         lines.append("")
     lines += ["### Summary", "", markdown_summary(r.cells), ""]
     for env in a.envs:
-        lines += [f"### {env}", "", markdown_env_table(env, r.cells, a.sizes), "",
-                  f"![{env}: env-steps/s against N]({image_dir}/{slug(env)}.png)", ""]
+        lines += [f"### {env}", "", markdown_env_table(env, r.cells, a.sizes), ""]
+        per_core = markdown_per_core(env, r.cells, a.sizes) if ENVS[env].get("mujoco") else ""
+        if per_core:
+            lines += [per_core, ""]
+        lines += [f"![{env}: env-steps/s against N]({image_dir}/{slug(env)}.png)", ""]
     if r.training:
         lines += ["### Training time", "", markdown_training(r.training), ""]
     return "\n".join(lines)
@@ -990,7 +1108,10 @@ def main(argv=None) -> int:
         print("== updated docs/benchmarks.md, docs/compare/ and README.md", flush=True)
     if args.smoke:
         # the pipeline check CTest runs: every row of ours must have been measured
-        bad = [c for c in runner.cells if c["system"] in ("rlk_serial", "rlk_openmp", "gym_style_cpp") and c["status"] != "ok"]
+        ours = ("rlk_serial", "rlk_openmp", "rlk_serial_f64", "rlk_openmp_f64", "gym_style_cpp", "mujoco_serial",
+                "mujoco_openmp")
+        bad = [c for c in runner.cells
+               if c["system"] in ours and c["status"] != "ok" and not c.get("not_in_build")]
         if bad:
             print(f"compare.py --smoke: {len(bad)} of our rows were not measured, e.g. {bad[0]}", file=sys.stderr)
             return 1

@@ -95,8 +95,35 @@ class Formatting(unittest.TestCase):
         self.assertEqual(cols[4], "200k (N=1)")
         self.assertEqual(cols[5], "–")
         self.assertEqual(cols[6], "–")  # no C++ gym-style cell
-        self.assertEqual(cols[7], "400x")  # 8e7 / 2e5
-        self.assertEqual(cols[8], "80x")  # 8e7 / best baseline (EnvPool 1e6)
+        self.assertEqual(cols[7], "–")  # no MuJoCo mj_step cell (the MuJoCo envs' C baseline)
+        self.assertEqual(cols[8], "400x")  # 8e7 / 2e5
+        self.assertEqual(cols[9], "80x")  # 8e7 / best baseline (EnvPool 1e6)
+
+    def test_per_core_table_divides_by_busy_threads_and_compares_with_mj_step(self):
+        def cell(system, n, rate, threads=None):
+            c = ok_cell(system, "Hopper-v5", n, [rate])
+            if threads:
+                c["threads"] = threads
+            return c
+        cells = [cell("mujoco_serial", 1, 10e3), cell("mujoco_serial", 64, 12e3),
+                 cell("rlk_serial_f64", 1, 20e3), cell("rlk_serial_f64", 64, 30e3),
+                 cell("rlk_serial", 64, 48e3),
+                 cell("mujoco_openmp", 1, 10e3, 2), cell("mujoco_openmp", 64, 20e3, 2),
+                 cell("rlk_openmp_f64", 64, 50e3, 2),
+                 cell("gymnasium", 1, 7e3),
+                 skipped_cell("envpool", "Hopper-v5", 64, "not installed")]
+        table = compare.markdown_per_core("Hopper-v5", cells, [1, 64])
+        self.assertIn("| MuJoCo mj_step, 1 thread | 10k | 12k |", table)
+        self.assertIn("| rlkernels serial, float |  | 48k |", table)
+        # OpenMP: at N=1 one thread has work; at N=64 two (20k / 2 = 10k per thread)
+        self.assertIn("| MuJoCo mj_step, OpenMP, per thread | 10k | 10k |", table)
+        self.assertIn("| rlkernels OpenMP double, per thread |  | 25k |", table)
+        self.assertIn("| **double / mj_step (1 thread each)** | 2.00x | 2.50x |", table)
+        self.assertIn("| **float / mj_step (1 thread each)** |  | 4.00x |", table)
+        self.assertIn("| **double / mj_step (OpenMP each)** |  | 2.50x |", table)
+        self.assertIn("| Gymnasium, one env | 7k |  |", table)
+        self.assertNotIn("EnvPool", table)  # skipped cells have no row
+        self.assertEqual(compare.markdown_per_core("CartPole-v1", cells, [1]), "")  # no mj_step cells there
 
     def test_training_table(self):
         rows = [{"task": "t", "system": "ours", "status": "ok", "seconds": [0.5, 0.4, 0.7], "note": "5/5"},
@@ -227,6 +254,9 @@ class Actions(unittest.TestCase):
         self.assertEqual(p[0].shape, (1000, 1))
         self.assertTrue(((p[0] >= -2) & (p[0] <= 2)).all())
         self.assertEqual(p[0].dtype, np.float32)
+        h = compare.make_actions(compare.ENVS["HalfCheetah-v5"], 100)
+        self.assertEqual(h[0].shape, (100, 6))
+        self.assertTrue(((h[0] >= -1) & (h[0] <= 1)).all())
         # a pure function of N: every system sees the same actions
         self.assertTrue(all((x == y).all() for x, y in zip(p, compare.make_actions(compare.ENVS["Pendulum-v1"], 1000))))
 
