@@ -20,8 +20,9 @@
 # run runs, each stage under its own time limit and all within RUN_BUDGET_S (450 s; later stages are
 # skipped when it is spent), never stopping at a failure: the CUDA test binaries (TEST_JOBS = 4 at a
 # time), the env benchmarks at N = 2^16 .. 2^24 with CartPole's limit kernel and a device-to-device
-# copy of the bytes a CartPole step moves, PPO on CartPole-v1 to 475 (3 seeds), the SAC, TD3 and DQN
-# presets, compute-sanitizer memcheck and racecheck on the smallest test binaries (when
+# copy of the bytes a CartPole step moves (the MuJoCo envs Hopper-v5, Walker2d-v5, HalfCheetah-v5 in
+# float and double at 2^16 .. 2^22), PPO on CartPole-v1 to 475 (3 seeds), PPO on HalfCheetah-v5 for 1M
+# env steps, the SAC, TD3 and DQN presets, compute-sanitizer memcheck and racecheck on the smallest test binaries (when
 # compute-sanitizer is on PATH or in /usr/local/cuda/bin) and the other CUDA benchmarks. It writes
 # every stage's log to OUT/logs/ (one archive, OUT/logs.tar.gz, when OUT is the device tool's $OUT),
 # OUT/summary.json (per stage: name, status pass/fail/timeout/skipped, seconds, key numbers) and
@@ -457,6 +458,19 @@ run_env_benchmarks() {
       "--benchmark_filter=^BM_vec_env_step(_unchecked)?/$id/" --benchmark_out="$logs/bench.grid.$id.csv" \
       --benchmark_out_format=csv
   done
+  # The MuJoCo locomotion envs (the physics engine, one env per thread) at N = 2^16 .. 2^22, the
+  # unchecked step in float (<id>) and double (<id>:double); one run per env, smallest N first, so
+  # that a slow or out-of-memory size loses only itself and the bigger ones (an error row, or the
+  # stage's time limit).
+  for id in Hopper-v5 Walker2d-v5 HalfCheetah-v5; do
+    if [[ ! -x "$b/mujoco_bench_cuda" ]]; then
+      skip "bench.mujoco.$id" bench "mujoco_bench_cuda is not in this bundle"
+      continue
+    fi
+    stage "bench.mujoco.$id" bench 50 "$b/mujoco_bench_cuda" --rlk_batch_sizes=65536,262144,1048576,4194304 \
+      --rlk_min_time="$t" "--benchmark_filter=^BM_vec_env_step_unchecked/$id(:double)?/" \
+      --benchmark_out="$logs/bench.mujoco.$id.csv" --benchmark_out_format=csv
+  done
 }
 
 # The other CUDA benchmarks (GAE, replay sampling, losses, MLP), their CUDA rows only.
@@ -477,6 +491,10 @@ run_trainers() {
     stage "train.ppo_cartpole.seed$seed" train_ppo 100 "$e/train_ppo_cuda" --backend cuda --env CartPole-v1 \
       --seed "$seed" --stop-at 475 --no-plot --quiet --out "$train"
   done
+  # PPO on HalfCheetah-v5 (its preset) for a short budget of 1M env steps: env steps/s and the
+  # deterministic evaluation (20 episodes); the learning target (docs/training.md) needs 5 seeds on a host.
+  stage train.ppo_halfcheetah_1m train 150 "$e/train_ppo_cuda" --backend cuda --env HalfCheetah-v5 \
+    --total-steps 1000000 --eval-episodes 20 --seed 1 --no-plot --quiet --out "$train"
   stage train.sac_pendulum_10k train 120 "$e/train_sac_cuda" --backend cuda --total-steps 10000 --seed 1 --no-plot \
     --quiet --out "$train"
   stage train.td3_pendulum train 120 "$e/train_td3_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$train"

@@ -132,7 +132,15 @@ struct vec_env_fixture {
 template <class Env, bool Checked>
 void BM_vec_env(benchmark::State& state, int frame_skip) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  auto& f = fixture_for<vec_env_fixture<Env>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
+  vec_env_fixture<Env>* fixture = nullptr;
+  try {  // out of memory at the device check's biggest N: an error row, and the run goes on
+    fixture = &fixture_for<vec_env_fixture<Env>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
+  } catch (const std::exception& e) {
+    rlk_bench::cached_fixture<vec_env_fixture<Env>>().reset();
+    state.SkipWithError(e.what());
+    return;
+  }
+  auto& f = *fixture;
   std::size_t k = 0;
   for (auto _ : state) {
     if constexpr (Checked) {
@@ -287,9 +295,8 @@ void BM_mj_step(benchmark::State& state) {
   try {
     f = &fixture_for<mj_fixture<Spec>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
   } catch (const std::exception& e) {
+    rlk_bench::cached_fixture<mj_fixture<Spec>>().reset();
     state.SkipWithError(e.what());
-    for (auto _ : state) {
-    }
     return;
   }
   std::size_t k = 0;
