@@ -241,7 +241,8 @@ def markdown_per_core(env: str, cells: list[dict], sizes: list[int]) -> str:
     """The MuJoCo envs' per-core table: env-steps/s per busy core (serial rows as measured, OpenMP and
     EnvPool rows divided by min(threads, N)) of ours in float and double and of MuJoCo's mj_step, and
     ours over mj_step, serial against serial and OpenMP against OpenMP (the issue's target: double
-    >= 2x). Empty when neither mj_step row was measured."""
+    >= 2x); for the serial rows also env steps per CPU-second of their thread (robust to a loaded
+    machine) and the ratios of those. Empty when neither mj_step row was measured."""
     by = {(c["system"], c["n"]): c for c in cells if c["env"] == env and c["status"] == "ok"}
     if not any(s in ("mujoco_serial", "mujoco_openmp") for s, _ in by):
         return ""
@@ -249,6 +250,10 @@ def markdown_per_core(env: str, cells: list[dict], sizes: list[int]) -> str:
     def per_core(system, n):
         c = by.get((system, n))
         return c["summary"]["median"] / cores_used(c) if c else None
+
+    def per_cpu_second(system, n):
+        c = by.get((system, n))
+        return statistics.median(c["cpu_rates"]) if c and c.get("cpu_rates") else None
 
     rows = [("mujoco_serial", "MuJoCo mj_step, 1 thread"), ("rlk_serial_f64", "rlkernels serial, double"),
             ("rlk_serial", "rlkernels serial, float"), ("mujoco_openmp", "MuJoCo mj_step, OpenMP, per thread"),
@@ -261,6 +266,17 @@ def markdown_per_core(env: str, cells: list[dict], sizes: list[int]) -> str:
         if any((system, n) in by for n in sizes):
             lines.append(f"| {label} | " + " | ".join(human_rate(per_core(system, n)) if (system, n) in by else ""
                                                       for n in sizes) + " |")
+    for system, label in [("mujoco_serial", "MuJoCo mj_step, per CPU-second of its thread"),
+                          ("rlk_serial_f64", "rlkernels double, per CPU-second"),
+                          ("rlk_serial", "rlkernels float, per CPU-second")]:
+        if any(per_cpu_second(system, n) for n in sizes):
+            lines.append(f"| {label} | " + " | ".join(human_rate(per_cpu_second(system, n)) if per_cpu_second(system, n)
+                                                      else "" for n in sizes) + " |")
+    for ours, base, label in [("rlk_serial_f64", "mujoco_serial", "double / mj_step, CPU time (1 thread each)"),
+                              ("rlk_serial", "mujoco_serial", "float / mj_step, CPU time (1 thread each)")]:
+        ratios = [(per_cpu_second(ours, n), per_cpu_second(base, n)) for n in sizes]
+        if any(a and b for a, b in ratios):
+            lines.append(f"| **{label}** | " + " | ".join(f"{a / b:.2f}x" if a and b else "" for a, b in ratios) + " |")
     for ours, base, label in [("rlk_serial_f64", "mujoco_serial", "double / mj_step (1 thread each)"),
                               ("rlk_serial", "mujoco_serial", "float / mj_step (1 thread each)"),
                               ("rlk_openmp_f64", "mujoco_openmp", "double / mj_step (OpenMP each)"),
@@ -646,6 +662,12 @@ class Runner:
                 extra = {"binary": exe.name, "row": rows[0]["name"]}
                 if backend == "openmp" and threads:
                     extra["threads"] = int(threads)
+                if backend == "serial":
+                    # env steps per CPU-second of the one thread: what a free core would do, on a loaded
+                    # machine too (wall-clock rates count the time other processes held the core)
+                    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+                    extra["cpu_rates"] = [n / (b["cpu_time"] * unit[b.get("time_unit", "ns")]) for b in rows
+                                          if b.get("cpu_time", 0) > 0]
                 self.add(system, env, n, [b["items_per_second"] for b in rows], label, extra)
 
     # ---- bookkeeping ----

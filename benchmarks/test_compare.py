@@ -123,6 +123,11 @@ class Formatting(unittest.TestCase):
         self.assertIn("| **double / mj_step (OpenMP each)** |  | 2.50x |", table)
         self.assertIn("| Gymnasium, one env | 7k |  |", table)
         self.assertNotIn("EnvPool", table)  # skipped cells have no row
+        self.assertNotIn("CPU", table)  # no cpu_rates in these cells
+        cells[1]["cpu_rates"], cells[3]["cpu_rates"] = [20e3, 24e3, 30e3], [75e3]  # mj_step N=64, ours double N=64
+        table = compare.markdown_per_core("Hopper-v5", cells, [1, 64])
+        self.assertIn("| MuJoCo mj_step, per CPU-second of its thread |  | 24k |", table)
+        self.assertIn("| **double / mj_step, CPU time (1 thread each)** |  | 3.12x |", table)
         self.assertEqual(compare.markdown_per_core("CartPole-v1", cells, [1]), "")  # no mj_step cells there
 
     def test_training_table(self):

@@ -104,7 +104,13 @@ std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
   return out;
 }
 
-void set_counters(benchmark::State& state, std::int64_t n, int frame_skip) {
+/// The counters of every row: env steps/s (items_per_second), physics steps/s, env steps/s per busy
+/// thread, and the completed episodes' mean length and return (warm-up included): ours and MuJoCo's
+/// rows should agree on these, as they step the same MDP under the same random policy.
+void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const rlk::episode_statistics& episodes) {
+  state.counters["mean_episode_length"] = episodes.mean_length;
+  state.counters["mean_return"] = episodes.mean_return;
+  state.counters["episodes"] = double(episodes.count);
   const double env_steps = double(state.iterations()) * double(n);
   state.SetItemsProcessed(state.iterations() * n);
   state.counters["mj_steps_per_second"] = benchmark::Counter(env_steps * frame_skip, benchmark::Counter::kIsRate);
@@ -151,7 +157,7 @@ void BM_vec_env(benchmark::State& state, int frame_skip) {
     rlk::synchronize(f.envs.backend());  // CUDA launches are asynchronous: time finished steps
     benchmark::ClobberMemory();
   }
-  set_counters(state, std::int64_t(n), frame_skip);
+  set_counters(state, std::int64_t(n), frame_skip, f.envs.get_episode_statistics());
 }
 
 template <class Env>
@@ -212,13 +218,17 @@ struct mj_fixture {
   std::vector<mjData*> data;
   std::vector<std::mt19937_64> gens;  // per env: its reset noise
   std::vector<std::int32_t> elapsed;
-  std::vector<double> observations, rewards;
+  std::vector<double> observations, rewards, episode_returns;
+  // per env (no sharing between threads): completed episodes, their summed lengths and returns
+  std::vector<std::uint64_t> episodes;
+  std::vector<double> length_sums, return_sums;
   std::vector<std::uint8_t> terminated, truncated;
   std::vector<std::vector<double>> actions;
 
   mj_fixture(std::size_t n, int warmup)
       : num_envs(n), m(load_model(Spec)), nq(m->nq), nv(m->nv), nu(m->nu), obs_size(m->nq - 1 + m->nv), data(n, nullptr),
-        elapsed(n, 0), observations(n * std::size_t(obs_size)), rewards(n), terminated(n), truncated(n),
+        elapsed(n, 0), observations(n * std::size_t(obs_size)), rewards(n), episode_returns(n), episodes(n),
+        length_sums(n), return_sums(n), terminated(n), truncated(n),
         actions(make_actions<double>(n, m->nu)) {
     gens.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -275,7 +285,30 @@ struct mj_fixture {
     for (int k = 0; k < nv; ++k) obs[nq - 1 + k] = Spec.healthy ? std::clamp(d->qvel[k], -10.0, 10.0) : d->qvel[k];
     terminated[i] = !ok;
     truncated[i] = ++elapsed[i] >= 1000;
-    if (terminated[i] || truncated[i]) reset(i);
+    episode_returns[i] += rewards[i];
+    if (terminated[i] || truncated[i]) {
+      ++episodes[i];
+      length_sums[i] += elapsed[i];
+      return_sums[i] += episode_returns[i];
+      episode_returns[i] = 0;
+      reset(i);
+    }
+  }
+
+  /// Completed episodes since the fixture was built (warm-up included), like vec_env's statistics.
+  rlk::episode_statistics statistics() const {
+    rlk::episode_statistics out;
+    double lengths = 0, returns = 0;
+    for (std::size_t i = 0; i < num_envs; ++i) {
+      out.count += episodes[i];
+      lengths += length_sums[i];
+      returns += return_sums[i];
+    }
+    if (out.count) {
+      out.mean_length = lengths / double(out.count);
+      out.mean_return = returns / double(out.count);
+    }
+    return out;
   }
 
   void step(std::size_t k) {
@@ -304,7 +337,7 @@ void BM_mj_step(benchmark::State& state) {
     f->step(k++);
     benchmark::ClobberMemory();
   }
-  set_counters(state, std::int64_t(n), Spec.frame_skip);
+  set_counters(state, std::int64_t(n), Spec.frame_skip, f->statistics());
 }
 
 template <const mj_env_spec& Spec>
