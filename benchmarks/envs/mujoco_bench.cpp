@@ -77,7 +77,7 @@ constexpr std::size_t action_buffer_count = 4;  // cycled, so steps do not repea
 constexpr double min_time_s = 0.2;
 
 /// Threads an OpenMP loop over n envs keeps busy (1 on serial and CUDA).
-int busy_threads(std::int64_t n) {
+[[maybe_unused]] int busy_threads(std::int64_t n) {
 #if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
   return int(std::min<std::int64_t>(omp_get_max_threads(), n));
 #else
@@ -90,7 +90,7 @@ int busy_threads(std::int64_t n) {
 /// benchmarks/compare.py gets (128 steps, fewer for big batches: about 2^20 env steps, at least 8), so
 /// that the device check's 2^22 envs warm up in 8 steps. Enough to spread Hopper's and Walker2d's
 /// resets (random-action episodes last tens of steps); HalfCheetah never terminates.
-int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
+[[maybe_unused]] int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
 
 /// [action_buffer_count][n * width] actions uniform in [-1, 1] (the three models' ctrlrange);
 /// a pure function of n, so every row (ours and MuJoCo's) sees the same actions.
@@ -107,7 +107,7 @@ std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
 /// The counters of every row: env steps/s (items_per_second), physics steps/s, env steps/s per busy
 /// thread, and the completed episodes' mean length and return (warm-up included): ours and MuJoCo's
 /// rows should agree on these, as they step the same MDP under the same random policy.
-void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const rlk::episode_statistics& episodes) {
+[[maybe_unused]] void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const rlk::episode_statistics& episodes) {
   state.counters["mean_episode_length"] = episodes.mean_length;
   state.counters["mean_return"] = episodes.mean_return;
   state.counters["episodes"] = double(episodes.count);
