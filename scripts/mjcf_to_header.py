@@ -77,8 +77,6 @@ def check_supported(m):
     for what, n in counts.items():
         if n:
             refuse(f"the model has {n} {what}(s); the engine supports none")
-    if m.nq != m.nv:
-        refuse("nq != nv (ball or free joints); only hinge and slide joints are supported")
     opt = m.opt
     if int(opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
         refuse("<option cone=...>: only the pyramidal friction cone is supported")
