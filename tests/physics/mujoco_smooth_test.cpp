@@ -42,8 +42,8 @@ mj_model_ptr load(const char* file) {
 }
 
 // The model constants the smooth stages read, copied from the compiled mjModel.
-template <class D>
-void fill_model(ph::model<double, D>& m, const mjModel* mm) {
+template <class S, class D>
+void fill_model(ph::model<S, D>& m, const mjModel* mm) {
   REQUIRE(mm->nq == D::nq);
   REQUIRE(mm->nv == D::nv);
   REQUIRE(mm->nu == D::nu);
@@ -151,9 +151,9 @@ void random_state(std::mt19937_64& rng, const mjModel* mm, double* qpos, double*
 }
 
 template <class D>
-errors compare_forward(const char* file, int nstates, bool deliberate_bug = false) {
+errors compare_forward(const char* file, int nstates, bool deliberate_bug = false, int extra_flags = 0) {
   mj_model_ptr mm = load(file);
-  mm->opt.disableflags |= mjDSBL_CONSTRAINT;
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
   mj_data_ptr md(mj_makeData(mm.get()));
   auto m = std::make_unique<ph::model<double, D>>();
   fill_model(*m, mm.get());
@@ -215,9 +215,9 @@ void check_forward(const char* name, const char* file) {
 // qpos/qvel over the first `early` steps and over all `nsteps`.
 template <class D>
 void compare_trajectory(const char* name, const char* file, int nsteps, int early, double* err_early,
-                        double* err_all) {
+                        double* err_all, int extra_flags = 0) {
   mj_model_ptr mm = load(file);
-  mm->opt.disableflags |= mjDSBL_CONSTRAINT;
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
   mj_data_ptr md(mj_makeData(mm.get()));
   auto m = std::make_unique<ph::model<double, D>>();
   fill_model(*m, mm.get());
@@ -244,9 +244,10 @@ void compare_trajectory(const char* name, const char* file, int nsteps, int earl
     if (t < early) *err_early = std::max(*err_early, e);
     *err_all = std::max(*err_all, e);
   }
-  std::printf("[smooth] %-12s %s trajectory (constraints off): max rel err of qpos/qvel/warmstart %.2e over "
-              "the first %d steps, %.2e over %d steps\n",
-              name, mm->opt.integrator == mjINT_RK4 ? "RK4" : "Euler", *err_early, early, *err_all, nsteps);
+  if (!extra_flags)
+    std::printf("[smooth] %-12s %s trajectory (constraints off): max rel err of qpos/qvel/warmstart %.2e over "
+                "the first %d steps, %.2e over %d steps\n",
+                name, mm->opt.integrator == mjINT_RK4 ? "RK4" : "Euler", *err_early, early, *err_all, nsteps);
 }
 
 }  // namespace
@@ -277,4 +278,152 @@ TEST_CASE("constraint-free trajectories agree with mj_step", "[mujoco][smooth]")
   }
   CHECK(early <= 1e-12);
   CHECK(all <= 1e-9);
+}
+
+namespace {
+
+// Both NaN (or equal) counts as agreement; a NaN on one side only as an infinite error.
+double rel_err_nan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return (std::isnan(a) && std::isnan(b)) ? 0.0 : INFINITY;
+  return rel_err(a, b);
+}
+
+template <class D>
+void copy_state(const mjData* md, ph::data<double, D>& d) {
+  d.time = md->time;
+  for (int i = 0; i < D::nq; ++i) d.qpos[i] = md->qpos[i];
+  for (int i = 0; i < D::nv; ++i) { d.qvel[i] = md->qvel[i]; d.qacc_warmstart[i] = md->qacc_warmstart[i]; }
+  for (int i = 0; i < D::nu; ++i) d.ctrl[i] = md->ctrl[i];
+}
+
+template <class D>
+double state_err(const mjData* md, const ph::data<double, D>& d) {
+  double e = rel_err_nan(d.time, md->time);
+  for (int i = 0; i < D::nq; ++i) e = std::max(e, rel_err_nan(d.qpos[i], md->qpos[i]));
+  for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err_nan(d.qvel[i], md->qvel[i]));
+  for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err_nan(d.qacc_warmstart[i], md->qacc_warmstart[i]));
+  for (int i = 0; i < D::nu; ++i) e = std::max(e, rel_err_nan(d.ctrl[i], md->ctrl[i]));
+  return e;
+}
+
+// One step from a perturbed state on both sides: the warnings MuJoCo raises, ours, and the state error.
+template <class D>
+void check_bad_step(const char* file, int extra_flags, void (*perturb)(mjData*), int mj_warning, int our_bit) {
+  mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
+  mj_data_ptr md(mj_makeData(mm.get()));
+  auto m = std::make_unique<ph::model<double, D>>();
+  fill_model(*m, mm.get());
+  auto d = std::make_unique<ph::data<double, D>>();
+  for (int i = 0; i < D::nq; ++i) md->qpos[i] = mm->qpos0[i] + 0.05 * (i + 1);
+  for (int i = 0; i < D::nv; ++i) md->qvel[i] = 0.3 * (i % 3) - 0.2;
+  for (int i = 0; i < D::nu; ++i) md->ctrl[i] = 0.5;
+  md->time = 1.25;
+  mj_step(mm.get(), md.get());  // a normal step first, so that time and warm start are not zero
+  perturb(md.get());
+  copy_state(md.get(), *d);
+  void (*saved)(const char*) = mju_user_warning;
+  mju_user_warning = [](const char*) {};  // the warnings are expected here
+  mj_step(mm.get(), md.get());
+  ph::step(*m, *d);
+  const double e = state_err(md.get(), *d);
+  INFO(file << " flags " << extra_flags << " warning " << d->warning);
+  CHECK(md->warning[mj_warning].number >= 1);  // MuJoCo counts per forward pass (RK4: 4) and twice without reset
+  CHECK((d->warning & our_bit) != 0);
+  CHECK(e <= 1e-12);
+  // and the next step goes on as MuJoCo's does
+  mj_step(mm.get(), md.get());
+  ph::step(*m, *d);
+  CHECK(state_err(md.get(), *d) <= 1e-12);
+  mju_user_warning = saved;
+}
+
+void bad_qpos(mjData* d) { d->qpos[2] = NAN; }
+void bad_qvel(mjData* d) { d->qvel[1] = 2e10; }
+void huge_qvel(mjData* d) { d->qvel[4] = 5e9; }  // not bad itself; the bias forces make qacc bad
+void bad_ctrl(mjData* d) { d->ctrl[1] = NAN; }
+
+template <class D>
+double float_forward_error(const char* file, int nstates, double* kin_err) {
+  mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT;
+  mj_data_ptr md(mj_makeData(mm.get()));
+  auto m = std::make_unique<ph::model<float, D>>();
+  fill_model(*m, mm.get());
+  auto d = std::make_unique<ph::data<float, D>>();
+  std::mt19937_64 rng(99);
+  double qpos[D::nq], qvel[D::nv], ctrl[D::nu];
+  double worst = 0;
+  *kin_err = 0;
+  for (int s = 0; s < nstates; ++s) {
+    random_state<D>(rng, mm.get(), qpos, qvel, ctrl);
+    for (int i = 0; i < D::nq; ++i) md->qpos[i] = d->qpos[i] = static_cast<float>(qpos[i]);
+    for (int i = 0; i < D::nv; ++i) { md->qvel[i] = d->qvel[i] = static_cast<float>(qvel[i]); d->qacc_warmstart[i] = 0; }
+    for (int i = 0; i < D::nu; ++i) md->ctrl[i] = d->ctrl[i] = static_cast<float>(ctrl[i]);
+    mj_forward(mm.get(), md.get());
+    ph::forward(*m, *d);
+    double num = 0, den = 0;
+    for (int i = 0; i < D::nv; ++i) {
+      num += (d->qacc_smooth[i] - md->qacc_smooth[i]) * (d->qacc_smooth[i] - md->qacc_smooth[i]);
+      den += md->qacc_smooth[i] * md->qacc_smooth[i];
+    }
+    worst = std::max(worst, std::sqrt(num) / std::max(1.0, std::sqrt(den)));
+    for (int b = 0; b < D::nbody; ++b)
+      for (int k = 0; k < 3; ++k) *kin_err = std::max(*kin_err, rel_err(d->xpos[b][k], md->xpos[3 * b + k]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("disable flags agree with MuJoCo (gravity, spring, damper, clampctrl, actuation, eulerdamp)",
+          "[mujoco][smooth]") {
+  const int flag_sets[] = {mjDSBL_GRAVITY, mjDSBL_SPRING, mjDSBL_DAMPER, mjDSBL_SPRING | mjDSBL_DAMPER,
+                           mjDSBL_CLAMPCTRL, mjDSBL_ACTUATION, mjDSBL_EULERDAMP};
+  double worst_fwd = 0, worst_traj = 0;
+  for (int f : flag_sets) {
+    const errors eh = compare_forward<hopper_test_dims>("hopper.xml", 200, false, f);
+    const errors ec = compare_forward<half_cheetah_test_dims>("half_cheetah.xml", 200, false, f);
+    for (const errors& e : {eh, ec})
+      worst_fwd = std::max({worst_fwd, e.qM, e.bias, e.passive, e.actuator, e.qacc_smooth});
+    double early = 0, all = 0;
+    compare_trajectory<hopper_test_dims>("hopper", "hopper.xml", 100, 10, &early, &all, f);
+    worst_traj = std::max(worst_traj, all);
+    compare_trajectory<half_cheetah_test_dims>("half_cheetah", "half_cheetah.xml", 100, 10, &early, &all, f);
+    worst_traj = std::max(worst_traj, all);
+  }
+  std::printf("[smooth] disable flags: max rel err of forward quantities %.2e, of 100-step trajectories %.2e\n",
+              worst_fwd, worst_traj);
+  CHECK(worst_fwd <= 1e-12);
+  CHECK(worst_traj <= 1e-12);
+}
+
+TEST_CASE("instability is handled as mj_step handles it (warning, reset, go on)", "[mujoco][smooth]") {
+  SECTION("bad qpos, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos without autoreset: NaN stays, flagged") {
+    check_bad_step<hopper_test_dims>("hopper.xml", mjDSBL_AUTORESET, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_state);
+  }
+}
+
+TEST_CASE("float: the smooth dynamics stay close to MuJoCo's double", "[mujoco][smooth]") {
+  double kin = 0;
+  const double eh = float_forward_error<hopper_test_dims>("hopper.xml", 500, &kin);
+  std::printf("[smooth] float hopper:       qacc_smooth norm-rel err %.2e, xpos %.2e\n", eh, kin);
+  CHECK(eh <= 1e-3);
+  CHECK(kin <= 1e-5);
+  const double ew = float_forward_error<walker2d_test_dims>("walker2d_v5.xml", 500, &kin);
+  std::printf("[smooth] float walker2d:     qacc_smooth norm-rel err %.2e, xpos %.2e\n", ew, kin);
+  CHECK(ew <= 1e-3);
+  CHECK(kin <= 1e-5);
+  const double ec = float_forward_error<half_cheetah_test_dims>("half_cheetah.xml", 500, &kin);
+  std::printf("[smooth] float half_cheetah: qacc_smooth norm-rel err %.2e, xpos %.2e\n", ec, kin);
+  CHECK(ec <= 1e-3);
+  CHECK(kin <= 1e-5);
 }

@@ -61,7 +61,7 @@ RLK_HOST_DEVICE void reset_data(const model<S, D>& m, data<S, D>& d) {
   d.time = S(0);
   for (int i = 0; i < D::nq; ++i) d.qpos[i] = m.qpos0[i];
   for (int i = 0; i < D::nv; ++i) { d.qvel[i] = S(0); d.qacc_warmstart[i] = S(0); }
-  for (int i = 0; i < detail::at_least_one(D::nu); ++i) d.ctrl[i] = S(0);
+  for (int i = 0; i < data<S, D>::nu_; ++i) d.ctrl[i] = S(0);
 }
 
 /// MuJoCo's mj_checkPos / mj_checkVel / mj_checkAcc: on the first bad value, set the bit and,

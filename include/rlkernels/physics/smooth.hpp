@@ -529,7 +529,7 @@ RLK_HOST_DEVICE void passive(const model<S, D>& m, data<S, D>& d) {
 template <class S, class D>
 RLK_HOST_DEVICE void actuation(const model<S, D>& m, data<S, D>& d) {
   constexpr int nu = D::nu;
-  constexpr int nu_ = detail::at_least_one(nu);
+  constexpr int nu_ = data<S, D>::nu_;
   for (int i = 0; i < D::nv; ++i) d.qfrc_actuator[i] = S(0);
   for (int i = 0; i < nu_; ++i) d.actuator_force[i] = S(0);
   if (nu == 0 || (m.disableflags & disable_actuation)) return;
