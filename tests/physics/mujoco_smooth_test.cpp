@@ -6,6 +6,8 @@
 
 #include <rlkernels/physics/forward.hpp>
 
+#include "physics/mujoco_fixture.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,109 +19,16 @@ namespace {
 
 namespace ph = rlkernels::physics;
 
-struct hopper_test_dims {
-  static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5, npair = 0, ncon = 0, nefc = 0;
-};
-struct walker2d_test_dims {
-  static constexpr int nq = 9, nv = 9, nu = 6, nbody = 8, njnt = 9, ngeom = 8, npair = 0, ncon = 0, nefc = 0;
-};
-struct half_cheetah_test_dims {
-  static constexpr int nq = 9, nv = 9, nu = 6, nbody = 8, njnt = 9, ngeom = 9, npair = 0, ncon = 0, nefc = 0;
-};
+using rlk_test::half_cheetah_case;
+using rlk_test::hopper_case;
+using rlk_test::walker2d_case;
 
-struct mj_model_deleter { void operator()(mjModel* m) const { mj_deleteModel(m); } };
-struct mj_data_deleter { void operator()(mjData* d) const { mj_deleteData(d); } };
-using mj_model_ptr = std::unique_ptr<mjModel, mj_model_deleter>;
-using mj_data_ptr = std::unique_ptr<mjData, mj_data_deleter>;
+rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::gymnasium_asset(file)); }
 
-mj_model_ptr load(const char* file) {
-  char err[1000] = "";
-  const std::string path = std::string(RLK_GYMNASIUM_ASSETS) + "/" + file;
-  mjModel* m = mj_loadXML(path.c_str(), nullptr, err, sizeof(err));
-  INFO(path << ": " << err);
-  REQUIRE(m != nullptr);
-  return mj_model_ptr(m);
-}
-
-// The model constants the smooth stages read, copied from the compiled mjModel.
-template <class S, class D>
-void fill_model(ph::model<S, D>& m, const mjModel* mm) {
-  REQUIRE(mm->nq == D::nq);
-  REQUIRE(mm->nv == D::nv);
-  REQUIRE(mm->nu == D::nu);
-  REQUIRE(mm->nbody == D::nbody);
-  REQUIRE(mm->njnt == D::njnt);
-  REQUIRE(mm->ngeom == D::ngeom);
-  m.timestep = mm->opt.timestep;
-  for (int k = 0; k < 3; ++k) m.gravity[k] = mm->opt.gravity[k];
-  m.integrator = static_cast<ph::integrator_kind>(mm->opt.integrator);
-  m.disableflags = mm->opt.disableflags;
-  m.enableflags = mm->opt.enableflags;
-  for (int i = 0; i < D::nbody; ++i) {
-    m.body_parentid[i] = mm->body_parentid[i];
-    m.body_rootid[i] = mm->body_rootid[i];
-    m.body_jntnum[i] = mm->body_jntnum[i];
-    m.body_jntadr[i] = mm->body_jntadr[i];
-    m.body_dofnum[i] = mm->body_dofnum[i];
-    m.body_dofadr[i] = mm->body_dofadr[i];
-    m.body_sameframe[i] = mm->body_sameframe[i];
-    m.body_mass[i] = mm->body_mass[i];
-    m.body_subtreemass[i] = mm->body_subtreemass[i];
-    for (int k = 0; k < 3; ++k) {
-      m.body_pos[i][k] = mm->body_pos[3 * i + k];
-      m.body_ipos[i][k] = mm->body_ipos[3 * i + k];
-      m.body_inertia[i][k] = mm->body_inertia[3 * i + k];
-    }
-    for (int k = 0; k < 4; ++k) {
-      m.body_quat[i][k] = mm->body_quat[4 * i + k];
-      m.body_iquat[i][k] = mm->body_iquat[4 * i + k];
-    }
-  }
-  for (int j = 0; j < D::njnt; ++j) {
-    m.jnt_type[j] = static_cast<ph::joint_type>(mm->jnt_type[j]);
-    m.jnt_qposadr[j] = mm->jnt_qposadr[j];
-    m.jnt_dofadr[j] = mm->jnt_dofadr[j];
-    m.jnt_bodyid[j] = mm->jnt_bodyid[j];
-    m.jnt_actuatorid[j] = mm->jnt_actuatorid[j];
-    m.jnt_stiffness[j] = mm->jnt_stiffness[j];
-    for (int k = 0; k < 3; ++k) {
-      m.jnt_pos[j][k] = mm->jnt_pos[3 * j + k];
-      m.jnt_axis[j][k] = mm->jnt_axis[3 * j + k];
-    }
-  }
-  for (int i = 0; i < D::nv; ++i) {
-    m.dof_bodyid[i] = mm->dof_bodyid[i];
-    m.dof_jntid[i] = mm->dof_jntid[i];
-    m.dof_parentid[i] = mm->dof_parentid[i];
-    m.dof_armature[i] = mm->dof_armature[i];
-    m.dof_damping[i] = mm->dof_damping[i];
-    m.dof_simplenum[i] = mm->dof_simplenum[i];
-    m.dof_M0[i] = mm->dof_M0[i];
-  }
-  for (int i = 0; i < D::nq; ++i) {
-    m.qpos0[i] = mm->qpos0[i];
-    m.qpos_spring[i] = mm->qpos_spring[i];
-  }
-  for (int g = 0; g < D::ngeom; ++g) {
-    m.geom_bodyid[g] = mm->geom_bodyid[g];
-    m.geom_sameframe[g] = mm->geom_sameframe[g];
-    for (int k = 0; k < 3; ++k) m.geom_pos[g][k] = mm->geom_pos[3 * g + k];
-    for (int k = 0; k < 4; ++k) m.geom_quat[g][k] = mm->geom_quat[4 * g + k];
-  }
-  for (int i = 0; i < D::nu; ++i) {
-    REQUIRE(mm->actuator_trntype[i] == mjTRN_JOINT);
-    REQUIRE(mm->actuator_gaintype[i] == mjGAIN_FIXED);
-    REQUIRE(mm->actuator_biastype[i] == mjBIAS_NONE);
-    m.actuator_trnid[i] = mm->actuator_trnid[2 * i];
-    m.actuator_ctrllimited[i] = mm->actuator_ctrllimited[i];
-    m.actuator_forcelimited[i] = mm->actuator_forcelimited[i];
-    m.actuator_gear[i] = mm->actuator_gear[6 * i];
-    m.actuator_gainprm[i] = mm->actuator_gainprm[mjNGAIN * i];
-    for (int k = 0; k < 2; ++k) {
-      m.actuator_ctrlrange[i][k] = mm->actuator_ctrlrange[2 * i + k];
-      m.actuator_forcerange[i][k] = mm->actuator_forcerange[2 * i + k];
-    }
-  }
+// The generated model of a case, on the heap (a test's stack need not hold it).
+template <class Case, class S = double>
+std::unique_ptr<ph::model<S, typename Case::dims>> generated_model() {
+  return std::make_unique<ph::model<S, typename Case::dims>>(Case::template model<S>());
 }
 
 double rel_err(double a, double b) { return std::fabs(a - b) / std::max(1.0, std::fabs(b)); }
@@ -150,13 +59,13 @@ void random_state(std::mt19937_64& rng, const mjModel* mm, double* qpos, double*
   for (int i = 0; i < D::nu; ++i) ctrl[i] = 2.0 * u(rng);  // half of them outside ctrlrange
 }
 
-template <class D>
+template <class Case, class D = typename Case::dims>
 errors compare_forward(const char* file, int nstates, bool deliberate_bug = false, int extra_flags = 0) {
-  mj_model_ptr mm = load(file);
+  rlk_test::mj_model_ptr mm = load(file);
   mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
-  mj_data_ptr md(mj_makeData(mm.get()));
-  auto m = std::make_unique<ph::model<double, D>>();
-  fill_model(*m, mm.get());
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
   if (deliberate_bug)
     for (int i = 0; i < D::nv; ++i) m->dof_armature[i] = 0;
   auto d = std::make_unique<ph::data<double, D>>();
@@ -195,9 +104,9 @@ errors compare_forward(const char* file, int nstates, bool deliberate_bug = fals
   return e;
 }
 
-template <class D>
+template <class Case, class D = typename Case::dims>
 void check_forward(const char* name, const char* file) {
-  const errors e = compare_forward<D>(file, 3000);
+  const errors e = compare_forward<Case>(file, 3000);
   e.print(name);
   const double tol = 1e-12;
   CHECK(e.xpos <= tol);
@@ -213,14 +122,14 @@ void check_forward(const char* name, const char* file) {
 
 // Constraint-free trajectories with the model's own integrator; returns the max rel error of
 // qpos/qvel over the first `early` steps and over all `nsteps`.
-template <class D>
+template <class Case, class D = typename Case::dims>
 void compare_trajectory(const char* name, const char* file, int nsteps, int early, double* err_early,
                         double* err_all, int extra_flags = 0) {
-  mj_model_ptr mm = load(file);
+  rlk_test::mj_model_ptr mm = load(file);
   mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
-  mj_data_ptr md(mj_makeData(mm.get()));
-  auto m = std::make_unique<ph::model<double, D>>();
-  fill_model(*m, mm.get());
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
   auto d = std::make_unique<ph::data<double, D>>();
   std::mt19937_64 rng(4);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -253,13 +162,13 @@ void compare_trajectory(const char* name, const char* file, int nsteps, int earl
 }  // namespace
 
 TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujoco][smooth]") {
-  SECTION("hopper") { check_forward<hopper_test_dims>("hopper", "hopper.xml"); }
-  SECTION("walker2d") { check_forward<walker2d_test_dims>("walker2d", "walker2d_v5.xml"); }
-  SECTION("half_cheetah") { check_forward<half_cheetah_test_dims>("half_cheetah", "half_cheetah.xml"); }
+  SECTION("hopper") { check_forward<hopper_case>("hopper", "hopper.xml"); }
+  SECTION("walker2d") { check_forward<walker2d_case>("walker2d", "walker2d_v5.xml"); }
+  SECTION("half_cheetah") { check_forward<half_cheetah_case>("half_cheetah", "half_cheetah.xml"); }
 }
 
 TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {
-  const errors e = compare_forward<hopper_test_dims>("hopper.xml", 50, true);
+  const errors e = compare_forward<hopper_case>("hopper.xml", 50, true);
   std::printf("[smooth] deliberate bug (armature dropped): qM err %.2e, qacc_smooth err %.2e\n", e.qM, e.qacc_smooth);
   CHECK(e.qM > 1e-3);
   CHECK(e.qacc_smooth > 1e-3);
@@ -268,13 +177,13 @@ TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {
 TEST_CASE("constraint-free trajectories agree with mj_step", "[mujoco][smooth]") {
   double early = 0, all = 0;
   SECTION("hopper (RK4)") {
-    compare_trajectory<hopper_test_dims>("hopper", "hopper.xml", 500, 20, &early, &all);
+    compare_trajectory<hopper_case>("hopper", "hopper.xml", 500, 20, &early, &all);
   }
   SECTION("walker2d (RK4)") {
-    compare_trajectory<walker2d_test_dims>("walker2d", "walker2d_v5.xml", 500, 20, &early, &all);
+    compare_trajectory<walker2d_case>("walker2d", "walker2d_v5.xml", 500, 20, &early, &all);
   }
   SECTION("half_cheetah (Euler, implicit damping)") {
-    compare_trajectory<half_cheetah_test_dims>("half_cheetah", "half_cheetah.xml", 500, 20, &early, &all);
+    compare_trajectory<half_cheetah_case>("half_cheetah", "half_cheetah.xml", 500, 20, &early, &all);
   }
   CHECK(early <= 1e-12);
   CHECK(all <= 1e-9);
@@ -307,13 +216,13 @@ double state_err(const mjData* md, const ph::data<double, D>& d) {
 }
 
 // One step from a perturbed state on both sides: the warnings MuJoCo raises, ours, and the state error.
-template <class D>
+template <class Case, class D = typename Case::dims>
 void check_bad_step(const char* file, int extra_flags, void (*perturb)(mjData*), int mj_warning, int our_bit) {
-  mj_model_ptr mm = load(file);
+  rlk_test::mj_model_ptr mm = load(file);
   mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
-  mj_data_ptr md(mj_makeData(mm.get()));
-  auto m = std::make_unique<ph::model<double, D>>();
-  fill_model(*m, mm.get());
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
   auto d = std::make_unique<ph::data<double, D>>();
   for (int i = 0; i < D::nq; ++i) md->qpos[i] = mm->qpos0[i] + 0.05 * (i + 1);
   for (int i = 0; i < D::nv; ++i) md->qvel[i] = 0.3 * (i % 3) - 0.2;
@@ -343,13 +252,13 @@ void bad_qvel(mjData* d) { d->qvel[1] = 2e10; }
 void huge_qvel(mjData* d) { d->qvel[4] = 5e9; }  // not bad itself; the bias forces make qacc bad
 void bad_ctrl(mjData* d) { d->ctrl[1] = NAN; }
 
-template <class D>
+template <class Case, class D = typename Case::dims>
 double float_forward_error(const char* file, int nstates, double* kin_err) {
-  mj_model_ptr mm = load(file);
+  rlk_test::mj_model_ptr mm = load(file);
   mm->opt.disableflags |= mjDSBL_CONSTRAINT;
-  mj_data_ptr md(mj_makeData(mm.get()));
-  auto m = std::make_unique<ph::model<float, D>>();
-  fill_model(*m, mm.get());
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case, float>();
+  m->disableflags = mm->opt.disableflags;
   auto d = std::make_unique<ph::data<float, D>>();
   std::mt19937_64 rng(99);
   double qpos[D::nq], qvel[D::nv], ctrl[D::nu];
@@ -382,14 +291,14 @@ TEST_CASE("disable flags agree with MuJoCo (gravity, spring, damper, clampctrl, 
                            mjDSBL_CLAMPCTRL, mjDSBL_ACTUATION, mjDSBL_EULERDAMP};
   double worst_fwd = 0, worst_traj = 0;
   for (int f : flag_sets) {
-    const errors eh = compare_forward<hopper_test_dims>("hopper.xml", 200, false, f);
-    const errors ec = compare_forward<half_cheetah_test_dims>("half_cheetah.xml", 200, false, f);
+    const errors eh = compare_forward<hopper_case>("hopper.xml", 200, false, f);
+    const errors ec = compare_forward<half_cheetah_case>("half_cheetah.xml", 200, false, f);
     for (const errors& e : {eh, ec})
       worst_fwd = std::max({worst_fwd, e.qM, e.bias, e.passive, e.actuator, e.qacc_smooth});
     double early = 0, all = 0;
-    compare_trajectory<hopper_test_dims>("hopper", "hopper.xml", 100, 10, &early, &all, f);
+    compare_trajectory<hopper_case>("hopper", "hopper.xml", 100, 10, &early, &all, f);
     worst_traj = std::max(worst_traj, all);
-    compare_trajectory<half_cheetah_test_dims>("half_cheetah", "half_cheetah.xml", 100, 10, &early, &all, f);
+    compare_trajectory<half_cheetah_case>("half_cheetah", "half_cheetah.xml", 100, 10, &early, &all, f);
     worst_traj = std::max(worst_traj, all);
   }
   std::printf("[smooth] disable flags: max rel err of forward quantities %.2e, of 100-step trajectories %.2e\n",
@@ -399,30 +308,30 @@ TEST_CASE("disable flags agree with MuJoCo (gravity, spring, damper, clampctrl, 
 }
 
 TEST_CASE("instability is handled as mj_step handles it (warning, reset, go on)", "[mujoco][smooth]") {
-  SECTION("bad qpos, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
-  SECTION("bad qvel, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
-  SECTION("bad qacc, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
-  SECTION("bad ctrl, RK4") { check_bad_step<hopper_test_dims>("hopper.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
-  SECTION("bad qpos, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
-  SECTION("bad qvel, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
-  SECTION("bad qacc, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
-  SECTION("bad ctrl, Euler") { check_bad_step<half_cheetah_test_dims>("half_cheetah.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
   SECTION("bad qpos without autoreset: NaN stays, flagged") {
-    check_bad_step<hopper_test_dims>("hopper.xml", mjDSBL_AUTORESET, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_state);
+    check_bad_step<hopper_case>("hopper.xml", mjDSBL_AUTORESET, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_state);
   }
 }
 
 TEST_CASE("float: the smooth dynamics stay close to MuJoCo's double", "[mujoco][smooth]") {
   double kin = 0;
-  const double eh = float_forward_error<hopper_test_dims>("hopper.xml", 500, &kin);
+  const double eh = float_forward_error<hopper_case>("hopper.xml", 500, &kin);
   std::printf("[smooth] float hopper:       qacc_smooth norm-rel err %.2e, xpos %.2e\n", eh, kin);
   CHECK(eh <= 1e-3);
   CHECK(kin <= 1e-5);
-  const double ew = float_forward_error<walker2d_test_dims>("walker2d_v5.xml", 500, &kin);
+  const double ew = float_forward_error<walker2d_case>("walker2d_v5.xml", 500, &kin);
   std::printf("[smooth] float walker2d:     qacc_smooth norm-rel err %.2e, xpos %.2e\n", ew, kin);
   CHECK(ew <= 1e-3);
   CHECK(kin <= 1e-5);
-  const double ec = float_forward_error<half_cheetah_test_dims>("half_cheetah.xml", 500, &kin);
+  const double ec = float_forward_error<half_cheetah_case>("half_cheetah.xml", 500, &kin);
   std::printf("[smooth] float half_cheetah: qacc_smooth norm-rel err %.2e, xpos %.2e\n", ec, kin);
   CHECK(ec <= 1e-3);
   CHECK(kin <= 1e-5);
