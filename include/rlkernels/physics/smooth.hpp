@@ -3,8 +3,10 @@
 // com-based frames, the mass matrix by composite rigid bodies (plus armature) and its dense
 // Cholesky factor, velocities, bias forces by recursive Newton-Euler, passive forces, motor
 // actuators and the unconstrained acceleration. Each stage follows MuJoCo 3.12's algorithm and
-// its order of floating-point operations, so that in double the results agree with mj_forward to
-// rounding (measured in tests/physics/mujoco_smooth_test.cpp).
+// its order of floating-point operations (the mass matrix is factorised as MuJoCo does, L^T D L
+// over the tree), so that in double, built without FP contraction, the results are MuJoCo's bit
+// for bit (tests/physics/mujoco_smooth_test.cpp measures it: all errors 0 at 3,000 random states
+// per model, and along 500-step constraint-free RK4 and Euler trajectories).
 #pragma once
 
 #include "../core/config.hpp"
