@@ -176,7 +176,8 @@ def markdown_env_table(env: str, cells: list[dict], sizes: list[int]) -> str:
     lines = [f"| {env} | " + " | ".join(f"N={human_n(n)}" for n in sizes) + " |",
              "|---|" + "---:|" * len(sizes)]
     for s in systems:
-        label = next((c["label"] for c in cells if c["env"] == env and c["system"] == s), SYSTEMS[s])
+        label = next((c["label"] for c in cells if c["env"] == env and c["system"] == s and c["status"] == "ok"),
+                     SYSTEMS[s])  # a measured cell's label (it may name threads, the GPU, a version)
         lines.append(f"| {label} | " + " | ".join(cell_text(by.get((s, n)), footnotes) for n in sizes) + " |")
     out = "\n".join(lines)
     if footnotes:
@@ -621,8 +622,20 @@ class Runner:
             parts[system] = f"{prefix}/{spec['row_env']}{suffix}/" if spec["row_env"] else f"{prefix}/"
         alternatives = "|".join(dict.fromkeys(p[:-1] for p in parts.values()))
         filter_re = f"^({alternatives})/[a-z]+/[0-9]+/"
+        sizes = self.args.sizes
+        if spec.get("mujoco"):
+            # one physics env step costs 10-100 us per core: bigger N would take minutes per row
+            cap = self.args.mujoco_max_envs
+            sizes = [n for n in sizes if n <= cap]
+            for n in self.args.sizes:
+                if n > cap:
+                    for system in systems_rows:
+                        self.skip(system, env, n, f"N > {cap} (--mujoco-max-envs): a physics env step costs "
+                                                  "10-100 us per core, so a row would take minutes")
+            if not sizes:
+                return
         self.log(f"  {exe.name}: {', '.join(systems_rows)} ...")
-        data = self.run_gbench(exe, [f"--rlk_batch_sizes={','.join(map(str, self.args.sizes))}",
+        data = self.run_gbench(exe, [f"--rlk_batch_sizes={','.join(map(str, sizes))}",
                                      f"--rlk_min_time={self.args.min_time}", "--rlk_compare_warmup",
                                      f"--benchmark_repetitions={self.args.repeats}", f"--benchmark_filter={filter_re}"])
         threads = data["context"].get("omp_max_threads")
@@ -637,9 +650,10 @@ class Runner:
                             "(pip install mujoco==3.12.0 'gymnasium[mujoco]', then re-run CMake)")
                 elif spec.get("mujoco"):
                     note = f"not in this build: {exe.name} was built without rlkernels' {env} env header"
-                self.skip(system, env, None, note, not_in_build=note != "no row")
+                for n in sizes:
+                    self.skip(system, env, n, note, not_in_build=note != "no row")
                 continue
-            for n in self.args.sizes:
+            for n in sizes:
                 rows = [b for b in data["benchmarks"]
                         if b.get("run_type") == "iteration"
                         and re.match(f"^{re.escape(part)}[a-z]+/{n}/", b["name"])]
@@ -998,6 +1012,9 @@ def main(argv=None) -> int:
                    help="skip a Python-baseline measurement predicted to take longer than this many seconds (default 90)")
     p.add_argument("--async-max-envs", type=int, default=16,
                    help="largest N for Gymnasium's AsyncVectorEnv (one process per env; default 16)")
+    p.add_argument("--mujoco-max-envs", type=int, default=4096,
+                   help="largest N of the MuJoCo envs' C++ rows, ours and mj_step (default %(default)s; the Python "
+                        "baselines keep to --budget)")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out: " + ", ".join(PYTHON_SYSTEMS))
     p.add_argument("--quick", action="store_true", help="3 repeats of 0.2 s, N up to 65536, 2 SB3 seeds")
     p.add_argument("--smoke", action="store_true",

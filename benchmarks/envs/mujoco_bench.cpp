@@ -324,8 +324,16 @@ struct mj_fixture {
 template <const mj_env_spec& Spec>
 void BM_mj_step(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
+  // mj_resetData writes each mjData's buffer (nbuffer: about 0.5 MB for these models; the arena,
+  // narena, stays untouched virtual memory), so that is what N envs occupy.
   mj_fixture<Spec>* f = nullptr;
   try {
+    const double needed = double(n) * double(load_model(Spec)->nbuffer + 4096);
+    if (needed > 0.5 * rlk_bench::physical_memory_bytes()) {
+      state.SkipWithError(rlk::detail::concat("needs ", needed / 1e9,
+                                              " GB for the mjData buffers, over half of this machine's memory").c_str());
+      return;
+    }
     f = &fixture_for<mj_fixture<Spec>>(n, rlk_bench::warmup_or(std::int64_t(n), warmup_steps(std::int64_t(n))));
   } catch (const std::exception& e) {
     rlk_bench::cached_fixture<mj_fixture<Spec>>().reset();
