@@ -2,7 +2,8 @@
 // Env-steps per second of the MuJoCo locomotion envs Hopper-v5, Walker2d-v5 and HalfCheetah-v5:
 //   - rlkernels' own envs (rlkernels::hopper<Scalar>, walker2d<Scalar>, half_cheetah<Scalar> on the
 //     physics engine in include/rlkernels/physics/) through vec_env, step and step_unchecked, in
-//     float and in double, on the backend of this build variant;
+//     float and in double, on the backend of this build variant (OpenMP: serial_below = 0, every
+//     batch in parallel);
 //   - on the host variants, beside them in the same run, MuJoCo's own C library (libmujoco from the
 //     PyPI wheel `mujoco`) batched the way EnvPool batches it: one mjData per env, a loop over the
 //     envs (OpenMP, schedule(static) like vec_env, in the openmp variant; one thread in the serial
@@ -120,6 +121,17 @@ std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
 
 // ---- rlkernels vec_env ------------------------------------------------------------------------
 
+/// The backend of our rows: on OpenMP with serial_below = 0, as openmp_backend's documentation
+/// advises for heavy elements (a physics env step is tens of microseconds; the default, 1024, would
+/// step batches under 1024 envs on one thread), so that every batch runs in parallel like MuJoCo's.
+[[maybe_unused]] bench_backend physics_backend() {
+  bench_backend b{};
+#if defined(RLK_BACKEND_OPENMP)
+  b.serial_below = 0;
+#endif
+  return b;
+}
+
 template <class Env>
 struct vec_env_fixture {
   using vec = rlk::vec_env<Env, bench_backend>;
@@ -127,10 +139,10 @@ struct vec_env_fixture {
   std::size_t num_envs;
   vec envs;
   std::vector<rlk::buffer<action_type, bench_backend>> actions;
-  vec_env_fixture(std::size_t n, int warmup) : num_envs(n), envs(bench_backend{}, n, env_seed) {
-    for (const auto& host : make_actions<action_type>(n, vec::action_width)) actions.emplace_back(bench_backend{}, host);
+  vec_env_fixture(std::size_t n, int warmup) : num_envs(n), envs(physics_backend(), n, env_seed) {
+    for (const auto& host : make_actions<action_type>(n, vec::action_width)) actions.emplace_back(physics_backend(), host);
     for (int t = 0; t < warmup; ++t) envs.step_unchecked(action(std::size_t(t)));
-    rlk::synchronize(bench_backend{});
+    rlk::synchronize(physics_backend());
   }
   rlk::view<const action_type> action(std::size_t k) const { return actions[k % actions.size()].cview(); }
 };
@@ -398,6 +410,9 @@ int main(int argc, char** argv) {
   }
 #if RLK_BENCH_HAVE_MJ
   benchmark::AddCustomContext("mujoco_version", mj_versionString());
+#endif
+#if defined(RLK_BACKEND_OPENMP)
+  benchmark::AddCustomContext("rlk_openmp_serial_below", std::to_string(physics_backend().serial_below));
 #endif
   return rlk_bench::run_registered_benchmarks(argc, argv, "mujoco_bench");
 }
