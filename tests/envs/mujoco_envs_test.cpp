@@ -412,6 +412,8 @@ struct fuzz_actions {
   std::uint64_t t;
   S* actions;
   int width;
+  S largest = std::numeric_limits<S>::max();        // set on the host (numeric_limits is host-only in CUDA)
+  S infinity = std::numeric_limits<S>::infinity();
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
     rng gen(99, i, t);
     const std::uint32_t mode = gen.uniform_int(8);
@@ -425,7 +427,7 @@ struct fuzz_actions {
         case 4: a = S(3) * u; break;
         case 5: a = S(1e6) * u; break;
         case 6: a = sign * S(1e11); break;
-        default: a = gen.uniform_int(2) ? sign * std::numeric_limits<S>::max() : sign * std::numeric_limits<S>::infinity();
+        default: a = gen.uniform_int(2) ? sign * largest : sign * infinity;
       }
       actions[i * std::size_t(width) + std::size_t(k)] = a;
     }
