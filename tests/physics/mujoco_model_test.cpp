@@ -84,6 +84,8 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.array("body_mass", ours.body_mass, m->body_mass, m->nbody);
   c.array("body_inertia", &ours.body_inertia[0][0], m->body_inertia, 3 * m->nbody);
   c.array("body_invweight0", &ours.body_invweight0[0][0], m->body_invweight0, 2 * m->nbody);
+  c.bytes("body_sameframe", ours.body_sameframe, m->body_sameframe, m->nbody);
+  c.array("body_subtreemass", ours.body_subtreemass, m->body_subtreemass, m->nbody);
   // joints
   c.ints("jnt_type", ours.jnt_type, m->jnt_type, m->njnt);
   c.ints("jnt_qposadr", ours.jnt_qposadr, m->jnt_qposadr, m->njnt);
@@ -102,6 +104,8 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.ints("dof_bodyid", ours.dof_bodyid, m->dof_bodyid, m->nv);
   c.ints("dof_jntid", ours.dof_jntid, m->dof_jntid, m->nv);
   c.ints("dof_parentid", ours.dof_parentid, m->dof_parentid, m->nv);
+  c.ints("dof_simplenum", ours.dof_simplenum, m->dof_simplenum, m->nv);
+  c.array("dof_M0", ours.dof_M0, m->dof_M0, m->nv);
   c.array("dof_armature", ours.dof_armature, m->dof_armature, m->nv);
   c.array("dof_damping", ours.dof_damping, m->dof_damping, m->nv);
   c.array("dof_invweight0", ours.dof_invweight0, m->dof_invweight0, m->nv);
@@ -117,6 +121,7 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.ints("geom_conaffinity", ours.geom_conaffinity, m->geom_conaffinity, m->ngeom);
   c.ints("geom_condim", ours.geom_condim, m->geom_condim, m->ngeom);
   c.ints("geom_priority", ours.geom_priority, m->geom_priority, m->ngeom);
+  c.bytes("geom_sameframe", ours.geom_sameframe, m->geom_sameframe, m->ngeom);
   c.array("geom_solmix", ours.geom_solmix, m->geom_solmix, m->ngeom);
   c.array("geom_solref", &ours.geom_solref[0][0], m->geom_solref, mjNREF * m->ngeom);
   c.array("geom_solimp", &ours.geom_solimp[0][0], m->geom_solimp, mjNIMP * m->ngeom);
