@@ -406,7 +406,8 @@ TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", 
 namespace {
 
 /// Fuzz actions: uniform in [-1, 1], bang-bang at the bounds, slightly beyond, far beyond, above
-/// MuJoCo's 1e10 "bad control" bound, the largest finite value and infinities (never NaN).
+/// MuJoCo's 1e10 "bad control" bound (clamped before that check), the largest finite value and
+/// infinities (never NaN).
 template <class S>
 struct fuzz_actions {
   std::uint64_t t;

@@ -30,9 +30,9 @@ two values ``rows, cols``, then ``rows x cols`` values row-major. Flags are 0.0 
       e, t, scale, qpos[nq], qvel[nv], ws[nv], reward, terminated,
       qpos'[nq], qvel'[nv], ws'[nv], obs'[obs_size]
   The state is the one before step t of episode e; the action is scale * action(c, e, t) with
-  scale cycling over 1, 1, 1, 1, 1, 1, 3, 30, 1e5, 1e12 (beyond ctrlrange: MuJoCo clamps ctrl; above
-  1e10 MuJoCo's mj_fwdActuation zeroes all controls, mjWARN_BADCTRL; the control cost always uses
-  the raw action). Rows: steps with t % 10 == e % 10, at most 10 per episode, in episode order.
+  scale cycling over 1, 1, 1, 1, 1, 1, 3, 30, 1e5, 1e12 (beyond ctrlrange: MuJoCo 3.12 clamps ctrl
+  before its bad-control check, so these act as +-1; the control cost always uses the raw action).
+  Rows: steps with t % 10 == e % 10, at most 10 per episode, in episode order.
 
 Regenerate from the repository root (deterministic; about a minute):
 

@@ -16,8 +16,8 @@ namespace rlkernels {
 
 /// @brief HalfCheetah-v5: Gymnasium's semantics on `physics::step` with the half_cheetah.xml model.
 ///
-/// One step: ctrl = action (not clipped: MuJoCo clamps ctrl to ctrlrange [-1, 1] in the actuation;
-/// an action component above 1e10 in magnitude makes MuJoCo zero every control of the step), then
+/// One step: ctrl = action (not clipped: MuJoCo clamps ctrl to ctrlrange [-1, 1] in the actuation,
+/// so an action of 1e30 or infinity acts as +-1 but costs its full square), then
 /// frame_skip physics steps (semi-implicit Euler with implicit damping, 0.01 s each). Reward =
 /// forward_reward_weight * x_velocity - ctrl_cost_weight * sum(action^2) (the raw action), with
 /// x_velocity = (qpos[0] after - before) / (timestep * frame_skip). Never terminates (except on a

@@ -24,8 +24,9 @@ namespace rlkernels {
 /// directly), plus a counter of failed steps.
 ///
 /// A step the engine flags (physics::data::warning: a qpos, qvel or qacc that is not finite or
-/// above 1e10 in magnitude, or more constraint rows than the model's slots) is never written
-/// into the batch: the env keeps the state it had before that step, ends the episode
+/// above 1e10 in magnitude, an integrated state that is, or more contacts or constraint rows than
+/// the model's slots; not warning_bad_ctrl, on which MuJoCo zeroes the controls and goes on) is
+/// never written into the batch: the env keeps the state it had before that step, ends the episode
 /// (terminated, reward = -control cost), and adds one to `unstable_steps`. MuJoCo itself resets
 /// the data to qpos0 on such a step (mj_checkPos/Vel/Acc, unless autoreset is disabled) and
 /// Gymnasium carries on from there; an env here cannot honestly continue, so it ends the episode.
@@ -53,11 +54,15 @@ RLK_HOST_DEVICE Scalar sum_of_squares(const Scalar* a, int n) {
   return sum;
 }
 
+/// The warning bits that make a step fail: all but warning_bad_ctrl (MuJoCo then takes every
+/// control as 0 for that step and carries on, and so does Gymnasium).
+constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
+
 /// Gymnasium's do_simulation: ctrl = action (unclipped: the engine clamps ctrl to ctrlrange in the
 /// actuation, as MuJoCo does), then `frame_skip` physics steps (at least one). On success the state
 /// holds the new qpos, qvel and qacc_warmstart and the function returns 0. If a step sets a
-/// warning, or the end state is not finite, it returns the warning bits (warning_bad_qpos if only
-/// the final check failed) and leaves the state as it was before the call.
+/// warning in failed_step_warnings, or the end state is not finite, it returns those bits
+/// (warning_bad_state if only the final check failed) and leaves the state as it was before the call.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, const Scalar* action,
                              int frame_skip) {
@@ -75,13 +80,13 @@ RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state
   const int frames = frame_skip > 0 ? frame_skip : 1;
   for (int f = 0; f < frames; ++f) {
     physics::step(m, d);
-    if (d.warning != physics::warning_none) return d.warning;
+    if (d.warning & failed_step_warnings) return d.warning & failed_step_warnings;
   }
   // The engine checks each step's inputs and acceleration; the integrated end state is checked here.
   bool finite = true;
   for (int i = 0; i < Dims::nq; ++i) finite &= std::isfinite(d.qpos[i]);
   for (int i = 0; i < Dims::nv; ++i) finite &= std::isfinite(d.qvel[i]) && std::isfinite(d.qacc_warmstart[i]);
-  if (!finite) return physics::warning_bad_qpos;
+  if (!finite) return physics::warning_bad_state;
   for (int i = 0; i < Dims::nq; ++i) s.qpos[i] = d.qpos[i];
   for (int i = 0; i < Dims::nv; ++i) {
     s.qvel[i] = d.qvel[i];
