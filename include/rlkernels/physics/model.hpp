@@ -22,8 +22,22 @@ enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
 
-/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones).
-enum class constraint_type : int { limit_joint = 3, contact_pyramidal = 5 };
+/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: joint limits,
+/// condim-1 contacts, and condim >= 3 contacts with the pyramidal cone).
+enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
+
+/// Constraint row states, numbered as MuJoCo's mjtConstraintState (the ones the supported rows take).
+enum constraint_state : int { state_satisfied = 0, state_quadratic = 1 };
+
+/// mjtDisableBit values the constraint stages honour (opt.disableflags).
+enum disable_bits : int {
+  disable_constraint = 1 << 0,  ///< mjDSBL_CONSTRAINT: no rows at all
+  disable_limit = 1 << 3,       ///< mjDSBL_LIMIT: no joint-limit rows
+  disable_contact = 1 << 4,     ///< mjDSBL_CONTACT: no collision, no contact rows
+  disable_warmstart = 1 << 9,   ///< mjDSBL_WARMSTART: the solver starts from qacc_smooth
+  disable_refsafe = 1 << 12,    ///< mjDSBL_REFSAFE: solref[0] is not raised to 2*timestep
+  disable_island = 1 << 18      ///< mjDSBL_ISLAND: the solver scales by meaninertia*nv, not the island's inertia
+};
 
 /// @brief The compile-time sizes of a model, as the generator writes them:
 /// @code
