@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Compile an MJCF file with MuJoCo and write a C++ header of rlkernels physics model constants.
+
+    python3 scripts/mjcf_to_header.py MODEL.xml --name hopper -o include/rlkernels/envs/mujoco/models/hopper.hpp
+
+The header defines `rlkernels::models::<name>_dims` (the compile-time sizes) and
+`template <class Scalar> constexpr physics::model<Scalar, <name>_dims> rlkernels::models::<name>()`,
+whose fields are mjModel's values (same names, same layout: include/rlkernels/physics/model.hpp),
+written as exact double literals, plus the candidate collision pairs MuJoCo's broadphase filters
+would let through (contype/conaffinity, same-weld and parent filters, <exclude>), in the order in
+which MuJoCo's mj_collision visits them.
+
+The engine supports a subset of MJCF; anything outside it is refused with an error naming the
+element (hinge and slide joints; plane, sphere and capsule geoms; motors on joints; no tendons,
+equality constraints, sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone and
+the Newton solver; Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
+headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import mujoco
+
+# The MuJoCo release the committed headers were generated with (and the tests compare against).
+REFERENCE_MUJOCO = "3.12.0"
+
+# Collision functions the engine has, by (type1, type2) with type1 <= type2 (mjtGeom numbers), and
+# how many contacts each can return.
+PLANE, SPHERE, CAPSULE = int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_SPHERE), int(mujoco.mjtGeom.mjGEOM_CAPSULE)
+MAX_CONTACTS = {
+    (PLANE, SPHERE): 1,
+    (PLANE, CAPSULE): 2,
+    (SPHERE, SPHERE): 1,
+    (SPHERE, CAPSULE): 1,
+    (CAPSULE, CAPSULE): 2,
+}
+HINGE, SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+GEOM_NAMES = {PLANE: "plane", SPHERE: "sphere", CAPSULE: "capsule"}
+
+# Disable flags the engine honours (the others must be left at their defaults).
+D = mujoco.mjtDisableBit
+SUPPORTED_DISABLE = (int(D.mjDSBL_CONSTRAINT) | int(D.mjDSBL_LIMIT) | int(D.mjDSBL_CONTACT) | int(D.mjDSBL_GRAVITY)
+                     | int(D.mjDSBL_CLAMPCTRL) | int(D.mjDSBL_WARMSTART) | int(D.mjDSBL_FILTERPARENT)
+                     | int(D.mjDSBL_EULERDAMP) | int(D.mjDSBL_SPRING) | int(D.mjDSBL_DAMPER)
+                     | int(D.mjDSBL_ACTUATION) | int(D.mjDSBL_SENSOR) | int(D.mjDSBL_MIDPHASE)
+                     | int(D.mjDSBL_EQUALITY) | int(D.mjDSBL_FRICTIONLOSS) | int(D.mjDSBL_REFSAFE)
+                     | int(D.mjDSBL_AUTORESET) | int(D.mjDSBL_NATIVECCD) | int(D.mjDSBL_ISLAND)
+                     | int(D.mjDSBL_MULTICCD))
+# Enable flags that change nothing the engine computes.
+HARMLESS_ENABLE = int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+
+
+class Unsupported(Exception):
+    pass
+
+
+def name_of(m, objtype, i):
+    n = mujoco.mj_id2name(m, objtype, i)
+    return n if n else f"#{i}"
+
+
+def refuse(what):
+    raise Unsupported(what)
+
+
+def check_supported(m):
+    """Raises Unsupported naming the first element outside the engine's subset."""
+    O = mujoco.mjtObj
+    counts = {
+        "tendon": m.ntendon, "equality": m.neq, "sensor": m.nsensor, "flex": m.nflex, "plugin": m.nplugin,
+        "explicit <pair>": m.npair, "mocap body": m.nmocap, "activation state (actuator dynamics)": m.na,
+        "hfield": m.nhfield, "mesh": m.nmesh, "site used by an actuator": 0,
+    }
+    for what, n in counts.items():
+        if n:
+            refuse(f"the model has {n} {what}(s); the engine supports none")
+    opt = m.opt
+    if int(opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
+        refuse("<option cone=...>: only the pyramidal friction cone is supported")
+    if int(opt.solver) != int(mujoco.mjtSolver.mjSOL_NEWTON):
+        refuse("<option solver=...>: only the Newton solver is supported")
+    if int(opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
+        refuse("<option integrator=...>: only Euler and RK4 are supported")
+    if opt.noslip_iterations:
+        refuse("<option noslip_iterations=...>: the noslip solver is not supported")
+    if opt.density or opt.viscosity or any(opt.wind):
+        refuse("<option density/viscosity/wind>: fluid forces are not supported")
+    if opt.disableflags & ~SUPPORTED_DISABLE:
+        refuse(f"<flag>: disable flags {opt.disableflags & ~SUPPORTED_DISABLE:#x} are not supported")
+    if opt.enableflags & ~HARMLESS_ENABLE:
+        refuse(f"<flag>: enable flags {opt.enableflags & ~HARMLESS_ENABLE:#x} (override, sleep, fwdinv, ...) are not supported")
+    for b in range(m.nbody):
+        if m.body_gravcomp[b]:
+            refuse(f"body '{name_of(m, O.mjOBJ_BODY, b)}': gravcomp is not supported")
+    for j in range(m.njnt):
+        jn = name_of(m, O.mjOBJ_JOINT, j)
+        if int(m.jnt_type[j]) not in (HINGE, SLIDE):
+            refuse(f"joint '{jn}': type {mujoco.mjtJoint(m.jnt_type[j]).name} (only hinge and slide)")
+        if m.jnt_actfrclimited[j]:
+            refuse(f"joint '{jn}': actuatorfrcrange is not supported")
+        if m.jnt_actgravcomp[j]:
+            refuse(f"joint '{jn}': actuatorgravcomp is not supported")
+    for v in range(m.nv):
+        jn = name_of(m, O.mjOBJ_JOINT, m.dof_jntid[v])
+        if m.dof_frictionloss[v]:
+            refuse(f"joint '{jn}': frictionloss is not supported")
+        if any(m.dof_dampingpoly[v]):
+            refuse(f"joint '{jn}': dampingpoly is not supported")
+    for g in range(m.ngeom):
+        gn = name_of(m, O.mjOBJ_GEOM, g)
+        if int(m.geom_type[g]) not in GEOM_NAMES:
+            refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} (only plane, sphere, capsule)")
+        if m.geom_condim[g] not in (1, 3):
+            refuse(f"geom '{gn}': condim {m.geom_condim[g]} (only 1 and 3)")
+        if m.geom_fluid[g][0]:
+            refuse(f"geom '{gn}': fluidshape is not supported")
+    for a in range(m.nu):
+        an = name_of(m, O.mjOBJ_ACTUATOR, a)
+        if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+            refuse(f"actuator '{an}': transmission {mujoco.mjtTrn(m.actuator_trntype[a]).name} (only joint)")
+        if int(m.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+            refuse(f"actuator '{an}': dynamics {mujoco.mjtDyn(m.actuator_dyntype[a]).name} (only none: motor)")
+        if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED) or any(m.actuator_gainprm[a][1:]):
+            refuse(f"actuator '{an}': only a fixed gain (motor) is supported")
+        if int(m.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_NONE) or any(m.actuator_biasprm[a]):
+            refuse(f"actuator '{an}': bias (position/velocity servo) is not supported")
+        if any(m.actuator_gear[a][1:]):
+            refuse(f"actuator '{an}': gear beyond its first component is not supported")
+        if m.actuator_damping[a] or any(m.actuator_dampingpoly[a]) or m.actuator_armature[a]:
+            refuse(f"actuator '{an}': actuator damping/armature is not supported")
+        if m.actuator_delay[a] or m.actuator_history[a][0] > 0:
+            refuse(f"actuator '{an}': delay/history is not supported")
+        if m.actuator_trnid[a][0] < 0 or int(m.jnt_type[m.actuator_trnid[a][0]]) not in (HINGE, SLIDE):
+            refuse(f"actuator '{an}': must drive a hinge or slide joint")
+
+
+def candidate_pairs(m):
+    """Geom pairs MuJoCo's broadphase + geom filters can pass, in mj_collision's order: body pairs
+    by signature (b1 < b2), then the geoms of b1 by the geoms of b2; each pair with the lower geom
+    type first (as the narrow phase orders it)."""
+    dsbl_filterparent = bool(m.opt.disableflags & int(D.mjDSBL_FILTERPARENT))
+    excluded = set()
+    for k in range(m.nexclude):
+        sig = int(m.exclude_signature[k])
+        excluded.add((sig >> 16, sig & 0xFFFF))
+
+    def bitmask_blocks(ct1, ca1, ct2, ca2):
+        return not (ct1 & ca2) and not (ct2 & ca1)
+
+    body_ct = [0] * m.nbody
+    body_ca = [0] * m.nbody
+    for g in range(m.ngeom):
+        body_ct[m.geom_bodyid[g]] |= int(m.geom_contype[g])
+        body_ca[m.geom_bodyid[g]] |= int(m.geom_conaffinity[g])
+
+    pairs = []
+    for b1 in range(m.nbody):
+        for b2 in range(b1 + 1, m.nbody):
+            if not (body_ct[b1] or body_ca[b1]) or not (body_ct[b2] or body_ca[b2]):
+                continue
+            w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
+            p1 = int(m.body_weldid[m.body_parentid[w1]])
+            p2 = int(m.body_weldid[m.body_parentid[w2]])
+            if w1 == w2:
+                continue
+            if m.body_dofnum[w1] == 0 and m.body_dofnum[w2] == 0:
+                continue
+            if not dsbl_filterparent and w1 != 0 and w2 != 0 and (w1 == p2 or w2 == p1):
+                continue
+            if bitmask_blocks(body_ct[b1], body_ca[b1], body_ct[b2], body_ca[b2]):
+                continue
+            if (b1, b2) in excluded:
+                continue
+            g1s = [g for g in range(m.ngeom) if m.geom_bodyid[g] == b1]
+            g2s = [g for g in range(m.ngeom) if m.geom_bodyid[g] == b2]
+            for g1 in g1s:
+                for g2 in g2s:
+                    if bitmask_blocks(m.geom_contype[g1], m.geom_conaffinity[g1], m.geom_contype[g2],
+                                      m.geom_conaffinity[g2]):
+                        continue
+                    a, b = (g1, g2) if m.geom_type[g1] <= m.geom_type[g2] else (g2, g1)
+                    key = (int(m.geom_type[a]), int(m.geom_type[b]))
+                    if key not in MAX_CONTACTS:
+                        refuse(f"geoms '{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, a)}' and "
+                               f"'{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, b)}' can collide, but the engine has no "
+                               f"{GEOM_NAMES.get(key[0], key[0])}-{GEOM_NAMES.get(key[1], key[1])} collision")
+                    pairs.append((a, b, MAX_CONTACTS[key]))
+    return pairs
+
+
+def mixed_condim(m, g1, g2):
+    """The pair's condim as mj_setContact mixes it (priority wins, else the maximum)."""
+    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
+    if p1 > p2:
+        return int(m.geom_condim[g1])
+    if p2 > p1:
+        return int(m.geom_condim[g2])
+    return max(int(m.geom_condim[g1]), int(m.geom_condim[g2]))
+
+
+def lit(x):
+    """An exact C++ double literal (repr round-trips)."""
+    x = float(x)
+    if math.isinf(x):
+        return "std::numeric_limits<double>::infinity()" if x > 0 else "-std::numeric_limits<double>::infinity()"
+    if math.isnan(x):
+        refuse("a NaN constant in the compiled model")
+    r = repr(x)
+    if "e" not in r and "." not in r and "inf" not in r:
+        r += ".0"
+    return r
+
+
+def generate(xml_path, name):
+    m = mujoco.MjModel.from_xml_path(xml_path)
+    check_supported(m)
+    pairs = candidate_pairs(m)
+    nlimited = int(sum(1 for j in range(m.njnt) if m.jnt_limited[j]))
+    ncon = sum(p[2] for p in pairs)
+    nefc = 2 * nlimited
+    for (g1, g2, maxcon) in pairs:
+        condim = mixed_condim(m, g1, g2)
+        nefc += maxcon * (1 if condim == 1 else 2 * (condim - 1))
+
+    lines = []
+    out = lines.append
+    S = "Scalar"
+
+    def scalar(field, value):
+        out(f"  m.{field} = {S}({lit(value)});")
+
+    def integer(field, value):
+        out(f"  m.{field} = {int(value)};")
+
+    def scalars(field, values):
+        for i, v in enumerate(values):
+            if hasattr(v, "__len__"):
+                for k, w in enumerate(v):
+                    out(f"  m.{field}[{i}][{k}] = {S}({lit(w)});")
+            else:
+                out(f"  m.{field}[{i}] = {S}({lit(v)});")
+
+    def integers(field, values, cast=None):
+        for i, v in enumerate(values):
+            out(f"  m.{field}[{i}] = {cast + '(' if cast else ''}{int(v)}{')' if cast else ''};")
+
+    opt = m.opt
+    out("  // mjOption and mjStatistic")
+    scalar("timestep", opt.timestep)
+    scalars("gravity", opt.gravity)
+    scalar("impratio", opt.impratio)
+    scalar("tolerance", opt.tolerance)
+    scalar("ls_tolerance", opt.ls_tolerance)
+    scalar("o_margin", opt.o_margin)
+    out(f"  m.integrator = physics::integrator_kind::{'rk4' if int(opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) else 'euler'};")
+    integer("iterations", opt.iterations)
+    integer("ls_iterations", opt.ls_iterations)
+    integer("disableflags", opt.disableflags)
+    integer("enableflags", opt.enableflags)
+    scalar("meaninertia", m.stat.meaninertia)
+    out("  // bodies")
+    for f in ("body_parentid", "body_rootid", "body_weldid", "body_jntnum", "body_jntadr", "body_dofnum", "body_dofadr"):
+        integers(f, getattr(m, f))
+    for f in ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia", "body_invweight0"):
+        scalars(f, getattr(m, f))
+    out("  // joints")
+    integers("jnt_type", m.jnt_type, "physics::joint_type")
+    for f in ("jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "jnt_actuatorid"):
+        integers(f, getattr(m, f))
+    for f in ("jnt_pos", "jnt_axis", "jnt_range", "jnt_stiffness", "jnt_margin", "jnt_solref", "jnt_solimp"):
+        scalars(f, getattr(m, f))
+    out("  // dofs")
+    for f in ("dof_bodyid", "dof_jntid", "dof_parentid"):
+        integers(f, getattr(m, f))
+    for f in ("dof_armature", "dof_damping", "dof_invweight0", "qpos0", "qpos_spring"):
+        scalars(f, getattr(m, f))
+    out("  // geoms")
+    integers("geom_type_", m.geom_type, "physics::geom_type")
+    for f in ("geom_bodyid", "geom_contype", "geom_conaffinity", "geom_condim", "geom_priority"):
+        integers(f, getattr(m, f))
+    for f in ("geom_solmix", "geom_solref", "geom_solimp", "geom_margin", "geom_gap", "geom_friction", "geom_size",
+              "geom_pos", "geom_quat"):
+        scalars(f, getattr(m, f))
+    out("  // candidate collision pairs")
+    conadr = 0
+    for i, (g1, g2, maxcon) in enumerate(pairs):
+        gn1 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g1)
+        gn2 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g2)
+        out(f"  m.pair_geom1[{i}] = {g1}; m.pair_geom2[{i}] = {g2}; m.pair_maxcon[{i}] = {maxcon}; "
+            f"m.pair_conadr[{i}] = {conadr};  // {gn1} - {gn2}")
+        conadr += maxcon
+    out("  // actuators")
+    integers("actuator_trnid", [m.actuator_trnid[a][0] for a in range(m.nu)])
+    integers("actuator_ctrllimited", m.actuator_ctrllimited)
+    integers("actuator_forcelimited", m.actuator_forcelimited)
+    scalars("actuator_gear", [m.actuator_gear[a][0] for a in range(m.nu)])
+    scalars("actuator_gainprm", [m.actuator_gainprm[a][0] for a in range(m.nu)])
+    scalars("actuator_ctrlrange", m.actuator_ctrlrange)
+    scalars("actuator_forcerange", m.actuator_forcerange)
+
+    joint_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
+    actuator_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu))
+    header = f"""// Generated by scripts/mjcf_to_header.py from {os.path.basename(xml_path)} with MuJoCo {mujoco.__version__}.
+// Do not edit: regenerate (docs/physics.md says how). The values are mjModel's, compiled by MuJoCo.
+// Joints (qpos order): {joint_names}
+// Actuators (ctrl order): {actuator_names}
+#pragma once
+
+#include "../../../core/config.hpp"
+#include "../../../physics/model.hpp"
+
+#include <limits>
+
+namespace rlkernels {{
+namespace models {{
+
+/// Sizes of the `{name}` model ({os.path.basename(xml_path)}).
+struct {name}_dims {{
+  static constexpr int nq = {m.nq}, nv = {m.nv}, nu = {m.nu}, nbody = {m.nbody}, njnt = {m.njnt}, ngeom = {m.ngeom};
+  static constexpr int npair = {len(pairs)};  ///< candidate collision pairs
+  static constexpr int ncon = {ncon};   ///< contact slots (sum of the pairs' maximum contacts)
+  static constexpr int nefc = {nefc};  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+}};
+
+/// @brief The `{name}` model ({os.path.basename(xml_path)} as MuJoCo {mujoco.__version__} compiles it).
+/// @tparam Scalar float or double (the values are written as exact doubles; float rounds them once)
+template <class Scalar>
+constexpr physics::model<Scalar, {name}_dims> {name}() {{
+  physics::model<Scalar, {name}_dims> m{{}};
+"""
+    footer = """  return m;
+}
+
+}  // namespace models
+}  // namespace rlkernels
+"""
+    return header + "\n".join(lines) + "\n" + footer
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("xml", help="MJCF file")
+    ap.add_argument("--name", required=True, help="C++ name of the model (an identifier, e.g. hopper)")
+    ap.add_argument("-o", "--output", help="header to write (default: stdout)")
+    ap.add_argument("--allow-version", action="store_true",
+                    help=f"generate with a MuJoCo other than {REFERENCE_MUJOCO} (the committed headers use {REFERENCE_MUJOCO})")
+    args = ap.parse_args()
+    if not args.name.isidentifier():
+        sys.exit(f"mjcf_to_header: --name must be a C++ identifier, got '{args.name}'")
+    if mujoco.__version__ != REFERENCE_MUJOCO and not args.allow_version:
+        sys.exit(f"mjcf_to_header: MuJoCo {mujoco.__version__} is installed; the reference is {REFERENCE_MUJOCO} "
+                 f"(pip install mujoco=={REFERENCE_MUJOCO}, or pass --allow-version)")
+    try:
+        text = generate(args.xml, args.name)
+    except Unsupported as e:
+        sys.exit(f"mjcf_to_header: {args.xml}: unsupported: {e}")
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+// The generated model headers (scripts/mjcf_to_header.py) hold exactly what MuJoCo compiles from
+// Gymnasium's XML: every constant against the mjModel it came from, and the candidate collision
+// pairs cover every contact MuJoCo produces along random trajectories (in MuJoCo's geom order).
+#include "mujoco_fixture.hpp"
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+using namespace rlk_test;
+namespace physics = rlkernels::physics;
+
+namespace {
+
+struct field_checker {
+  int mismatches = 0;
+  std::ostringstream report;
+  void value(const char* field, int i, double ours, double theirs) {
+    if (!(ours == theirs) && !(std::isinf(ours) && ours == theirs)) {
+      if (mismatches < 20) report << field << "[" << i << "]: ours " << ours << ", mjModel " << theirs << "\n";
+      ++mismatches;
+    }
+  }
+  template <class T>
+  void array(const char* field, const T* ours, const double* theirs, int n) {
+    for (int i = 0; i < n; ++i) value(field, i, double(ours[i]), theirs[i]);
+  }
+  template <class T>
+  void ints(const char* field, const T* ours, const int* theirs, int n) {
+    for (int i = 0; i < n; ++i) value(field, i, double(int(ours[i])), double(theirs[i]));
+  }
+  template <class T, class U>
+  void bytes(const char* field, const T* ours, const U* theirs, int n) {
+    for (int i = 0; i < n; ++i) value(field, i, double(int(ours[i])), double(theirs[i]));
+  }
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
+                   walker2d_case, half_cheetah_case) {
+  const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
+  const mjModel* m = mj.get();
+  constexpr auto ours = TestType::template model<double>();
+  using M = std::remove_const_t<decltype(ours)>;
+  INFO(TestType::name);
+
+  REQUIRE(M::nq == m->nq);
+  REQUIRE(M::nv == m->nv);
+  REQUIRE(M::nu == m->nu);
+  REQUIRE(M::nbody == m->nbody);
+  REQUIRE(M::njnt == m->njnt);
+  REQUIRE(M::ngeom == m->ngeom);
+
+  field_checker c;
+  // options and statistics
+  c.value("timestep", 0, ours.timestep, m->opt.timestep);
+  c.array("gravity", ours.gravity, m->opt.gravity, 3);
+  c.value("impratio", 0, ours.impratio, m->opt.impratio);
+  c.value("tolerance", 0, ours.tolerance, m->opt.tolerance);
+  c.value("ls_tolerance", 0, ours.ls_tolerance, m->opt.ls_tolerance);
+  c.value("o_margin", 0, ours.o_margin, m->opt.o_margin);
+  c.value("integrator", 0, int(ours.integrator), m->opt.integrator == mjINT_RK4 ? 1 : (m->opt.integrator == mjINT_EULER ? 0 : -1));
+  c.value("iterations", 0, ours.iterations, m->opt.iterations);
+  c.value("ls_iterations", 0, ours.ls_iterations, m->opt.ls_iterations);
+  c.value("disableflags", 0, ours.disableflags, m->opt.disableflags);
+  c.value("enableflags", 0, ours.enableflags, m->opt.enableflags);
+  c.value("meaninertia", 0, ours.meaninertia, m->stat.meaninertia);
+  CHECK(m->opt.cone == mjCONE_PYRAMIDAL);
+  CHECK(m->opt.solver == mjSOL_NEWTON);
+  // bodies
+  c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);
+  c.ints("body_rootid", ours.body_rootid, m->body_rootid, m->nbody);
+  c.ints("body_weldid", ours.body_weldid, m->body_weldid, m->nbody);
+  c.ints("body_jntnum", ours.body_jntnum, m->body_jntnum, m->nbody);
+  c.ints("body_jntadr", ours.body_jntadr, m->body_jntadr, m->nbody);
+  c.ints("body_dofnum", ours.body_dofnum, m->body_dofnum, m->nbody);
+  c.ints("body_dofadr", ours.body_dofadr, m->body_dofadr, m->nbody);
+  c.array("body_pos", &ours.body_pos[0][0], m->body_pos, 3 * m->nbody);
+  c.array("body_quat", &ours.body_quat[0][0], m->body_quat, 4 * m->nbody);
+  c.array("body_ipos", &ours.body_ipos[0][0], m->body_ipos, 3 * m->nbody);
+  c.array("body_iquat", &ours.body_iquat[0][0], m->body_iquat, 4 * m->nbody);
+  c.array("body_mass", ours.body_mass, m->body_mass, m->nbody);
+  c.array("body_inertia", &ours.body_inertia[0][0], m->body_inertia, 3 * m->nbody);
+  c.array("body_invweight0", &ours.body_invweight0[0][0], m->body_invweight0, 2 * m->nbody);
+  // joints
+  c.ints("jnt_type", ours.jnt_type, m->jnt_type, m->njnt);
+  c.ints("jnt_qposadr", ours.jnt_qposadr, m->jnt_qposadr, m->njnt);
+  c.ints("jnt_dofadr", ours.jnt_dofadr, m->jnt_dofadr, m->njnt);
+  c.ints("jnt_bodyid", ours.jnt_bodyid, m->jnt_bodyid, m->njnt);
+  c.bytes("jnt_limited", ours.jnt_limited, m->jnt_limited, m->njnt);
+  c.ints("jnt_actuatorid", ours.jnt_actuatorid, m->jnt_actuatorid, m->njnt);
+  c.array("jnt_pos", &ours.jnt_pos[0][0], m->jnt_pos, 3 * m->njnt);
+  c.array("jnt_axis", &ours.jnt_axis[0][0], m->jnt_axis, 3 * m->njnt);
+  c.array("jnt_range", &ours.jnt_range[0][0], m->jnt_range, 2 * m->njnt);
+  c.array("jnt_stiffness", ours.jnt_stiffness, m->jnt_stiffness, m->njnt);
+  c.array("jnt_margin", ours.jnt_margin, m->jnt_margin, m->njnt);
+  c.array("jnt_solref", &ours.jnt_solref[0][0], m->jnt_solref, mjNREF * m->njnt);
+  c.array("jnt_solimp", &ours.jnt_solimp[0][0], m->jnt_solimp, mjNIMP * m->njnt);
+  // dofs
+  c.ints("dof_bodyid", ours.dof_bodyid, m->dof_bodyid, m->nv);
+  c.ints("dof_jntid", ours.dof_jntid, m->dof_jntid, m->nv);
+  c.ints("dof_parentid", ours.dof_parentid, m->dof_parentid, m->nv);
+  c.array("dof_armature", ours.dof_armature, m->dof_armature, m->nv);
+  c.array("dof_damping", ours.dof_damping, m->dof_damping, m->nv);
+  c.array("dof_invweight0", ours.dof_invweight0, m->dof_invweight0, m->nv);
+  c.array("qpos0", ours.qpos0, m->qpos0, m->nq);
+  c.array("qpos_spring", ours.qpos_spring, m->qpos_spring, m->nq);
+  for (int v = 0; v < m->nv; ++v) {
+    c.value("dof_frictionloss (unsupported, must be 0)", v, 0.0, m->dof_frictionloss[v]);
+  }
+  // geoms
+  c.ints("geom_type", ours.geom_type_, m->geom_type, m->ngeom);
+  c.ints("geom_bodyid", ours.geom_bodyid, m->geom_bodyid, m->ngeom);
+  c.ints("geom_contype", ours.geom_contype, m->geom_contype, m->ngeom);
+  c.ints("geom_conaffinity", ours.geom_conaffinity, m->geom_conaffinity, m->ngeom);
+  c.ints("geom_condim", ours.geom_condim, m->geom_condim, m->ngeom);
+  c.ints("geom_priority", ours.geom_priority, m->geom_priority, m->ngeom);
+  c.array("geom_solmix", ours.geom_solmix, m->geom_solmix, m->ngeom);
+  c.array("geom_solref", &ours.geom_solref[0][0], m->geom_solref, mjNREF * m->ngeom);
+  c.array("geom_solimp", &ours.geom_solimp[0][0], m->geom_solimp, mjNIMP * m->ngeom);
+  c.array("geom_margin", ours.geom_margin, m->geom_margin, m->ngeom);
+  c.array("geom_gap", ours.geom_gap, m->geom_gap, m->ngeom);
+  c.array("geom_friction", &ours.geom_friction[0][0], m->geom_friction, 3 * m->ngeom);
+  c.array("geom_size", &ours.geom_size[0][0], m->geom_size, 3 * m->ngeom);
+  c.array("geom_pos", &ours.geom_pos[0][0], m->geom_pos, 3 * m->ngeom);
+  c.array("geom_quat", &ours.geom_quat[0][0], m->geom_quat, 4 * m->ngeom);
+  // actuators (motors on joints: gear[0], gainprm[0]; the generator refused anything else)
+  for (int a = 0; a < m->nu; ++a) {
+    c.value("actuator_trnid", a, ours.actuator_trnid[a], m->actuator_trnid[2 * a]);
+    c.value("actuator_trntype (joint)", a, mjTRN_JOINT, m->actuator_trntype[a]);
+    c.value("actuator_gaintype (fixed)", a, mjGAIN_FIXED, m->actuator_gaintype[a]);
+    c.value("actuator_biastype (none)", a, mjBIAS_NONE, m->actuator_biastype[a]);
+    c.value("actuator_dyntype (none)", a, mjDYN_NONE, m->actuator_dyntype[a]);
+    c.value("actuator_ctrllimited", a, ours.actuator_ctrllimited[a], m->actuator_ctrllimited[a]);
+    c.value("actuator_forcelimited", a, ours.actuator_forcelimited[a], m->actuator_forcelimited[a]);
+    c.value("actuator_gear", a, ours.actuator_gear[a], m->actuator_gear[6 * a]);
+    c.value("actuator_gainprm", a, ours.actuator_gainprm[a], m->actuator_gainprm[mjNGAIN * a]);
+    for (int k = 0; k < 2; ++k) {
+      c.value("actuator_ctrlrange", 2 * a + k, ours.actuator_ctrlrange[a][k], m->actuator_ctrlrange[2 * a + k]);
+      c.value("actuator_forcerange", 2 * a + k, ours.actuator_forcerange[a][k], m->actuator_forcerange[2 * a + k]);
+    }
+  }
+  INFO(c.report.str());
+  CHECK(c.mismatches == 0);
+
+  // Slots: the pairs' slots are contiguous and add up to ncon; nefc covers 2 rows per limited joint
+  // and the contact rows.
+  int slots = 0, rows = 0, limited = 0;
+  for (int p = 0; p < M::npair; ++p) {
+    CHECK(ours.pair_conadr[p] == slots);
+    CHECK(m->geom_type[ours.pair_geom1[p]] <= m->geom_type[ours.pair_geom2[p]]);
+    slots += ours.pair_maxcon[p];
+    const int g1 = ours.pair_geom1[p], g2 = ours.pair_geom2[p];
+    const int condim = std::max(m->geom_condim[g1], m->geom_condim[g2]);
+    rows += ours.pair_maxcon[p] * (condim == 1 ? 1 : 2 * (condim - 1));
+  }
+  for (int j = 0; j < m->njnt; ++j) limited += m->jnt_limited[j] ? 1 : 0;
+  CHECK(slots == M::ncon);
+  CHECK(rows + 2 * limited == M::nefc);
+}
+
+TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
+                   walker2d_case, half_cheetah_case) {
+  const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
+  const mjModel* m = mj.get();
+  auto d_ptr = make_mj_data(m);
+  mjData* d = d_ptr.get();
+  constexpr auto ours = TestType::template model<double>();
+  using M = std::remove_const_t<decltype(ours)>;
+  INFO(TestType::name);
+
+  std::set<std::pair<int, int>> candidates;
+  for (int p = 0; p < M::npair; ++p) candidates.insert({ours.pair_geom1[p], ours.pair_geom2[p]});
+
+  // Random controls from noisy resets, reset after 300 steps or a fall, so that the floor and
+  // self-contacts of tumbling bodies both occur.
+  test_rng rng(17);
+  std::set<std::pair<int, int>> seen;
+  int contacts = 0, unknown = 0;
+  for (int episode = 0; episode < 40; ++episode) {
+    mj_resetData(m, d);
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] += rng.uniform(-0.1, 0.1);
+    for (int i = 0; i < m->nv; ++i) d->qvel[i] = rng.uniform(-1.0, 1.0);
+    for (int t = 0; t < 300; ++t) {
+      for (int a = 0; a < m->nu; ++a) d->ctrl[a] = rng.uniform(-1.0, 1.0);
+      mj_step(m, d);
+      std::map<std::pair<int, int>, int> per_pair;
+      for (int c = 0; c < d->ncon; ++c) {
+        const std::pair<int, int> key{d->contact[c].geom[0], d->contact[c].geom[1]};
+        seen.insert(key);
+        ++contacts;
+        ++per_pair[key];
+        if (!candidates.count(key)) ++unknown;
+      }
+      for (const auto& [key, n] : per_pair) {
+        for (int p = 0; p < M::npair; ++p) {
+          if (ours.pair_geom1[p] == key.first && ours.pair_geom2[p] == key.second) CHECK(n <= ours.pair_maxcon[p]);
+        }
+      }
+    }
+  }
+  WARN(TestType::name << ": " << contacts << " contacts, " << seen.size() << " of " << M::npair
+                      << " candidate pairs seen in contact");
+  CHECK(contacts > 0);
+  CHECK(unknown == 0);
+}
