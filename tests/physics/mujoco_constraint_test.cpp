@@ -1,0 +1,252 @@
+// Collision, constraint rows and the Newton solver against MuJoCo's C library along random
+// trajectories of the three Gymnasium models. Our position/velocity-stage inputs are copied FROM
+// MuJoCo's mjData after mj_forward (geom frames, cdof, subtree_com, qM, qfrc_smooth, qacc_smooth),
+// so these stages are tested on their own: the same contacts (pairs, count, order) and rows
+// (types, ids), contact geometry and every row quantity to rounding, and the constrained
+// acceleration against a tightly converged MuJoCo solve; against MuJoCo's default (early
+// stopping) settings the difference is reported.
+#include "mujoco_fixture.hpp"
+
+#include <rlkernels/physics/collision.hpp>
+#include <rlkernels/physics/constraint.hpp>
+#include <rlkernels/physics/solver.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+using namespace rlk_test;
+namespace physics = rlkernels::physics;
+
+namespace {
+
+/// Fills our data's inputs of the constraint stages from MuJoCo's data after mj_forward.
+template <class Scalar, class Dims>
+void fill_from_mujoco(const mjModel* m, const mjData* d, physics::data<Scalar, Dims>& ours) {
+  copy_state_from_mujoco(m, d, ours);
+  for (int g = 0; g < m->ngeom; ++g) {
+    for (int k = 0; k < 3; ++k) ours.geom_xpos[g][k] = Scalar(d->geom_xpos[3 * g + k]);
+    for (int k = 0; k < 9; ++k) ours.geom_xmat[g][k] = Scalar(d->geom_xmat[9 * g + k]);
+  }
+  for (int b = 0; b < m->nbody; ++b) {
+    for (int k = 0; k < 3; ++k) ours.xpos[b][k] = Scalar(d->xpos[3 * b + k]);
+    for (int k = 0; k < 9; ++k) ours.xmat[b][k] = Scalar(d->xmat[9 * b + k]);
+    for (int k = 0; k < 3; ++k) ours.subtree_com[b][k] = Scalar(d->subtree_com[3 * b + k]);
+  }
+  for (int j = 0; j < m->njnt; ++j)
+    for (int k = 0; k < 3; ++k) {
+      ours.xanchor[j][k] = Scalar(d->xanchor[3 * j + k]);
+      ours.xaxis[j][k] = Scalar(d->xaxis[3 * j + k]);
+    }
+  const int nv = m->nv;
+  for (int i = 0; i < nv; ++i)
+    for (int k = 0; k < 6; ++k) ours.cdof[i][k] = Scalar(d->cdof[6 * i + k]);
+  std::unique_ptr<double[]> M(new double[nv * nv]);
+  mj_fullM(m, d, M.get());
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nv; ++j) {
+      ours.qM[i][j] = Scalar(M[i * nv + j]);
+      ours.qLD[i][j] = Scalar(M[i * nv + j]);
+    }
+  physics::detail::solver_cholesky(ours.qLD, nv, physics::detail::min_value<Scalar>());
+  for (int i = 0; i < nv; ++i) {
+    ours.qfrc_smooth[i] = Scalar(d->qfrc_smooth[i]);
+    ours.qacc_smooth[i] = Scalar(d->qacc_smooth[i]);
+  }
+}
+
+template <class Scalar, class Dims>
+void run_stages(const physics::model<Scalar, Dims>& m, physics::data<Scalar, Dims>& d) {
+  physics::collide(m, d);
+  physics::make_constraint(m, d);
+  physics::reference_constraint(m, d);
+  physics::solve_constraint(m, d);
+}
+
+struct max_errors {
+  double contact_geom = 0, contact_param = 0;
+  double J = 0, pos = 0, margin = 0, diag = 0, R = 0, D = 0, KBIP = 0, vel = 0, aref = 0;
+  double qacc_tight = 0, force_tight = 0, qacc_default = 0, qacc_float = 0;
+  long states = 0, with_contacts = 0, contacts = 0, rows = 0, rows_limit = 0, rows_frictionless = 0, rows_pyramidal = 0;
+  long excluded = 0, self_contacts = 0;
+  long niter_diff = 0, niter_ours = 0, niter_mj = 0, float_nonfinite = 0;
+  int max_float_niter = 0;
+};
+
+void upd(double& e, double v) { e = std::max(e, std::isnan(v) ? INFINITY : v); }
+double rel(double a, double b) { return scaled_error(a, b); }
+
+/// Compares contacts and rows of ours with MuJoCo's data d (after mj_forward); REQUIREs structure.
+template <class Dims>
+void compare_rows(const mjModel* m, const mjData* d, const physics::data<double, Dims>& o, max_errors& e) {
+  const int nv = m->nv;
+  REQUIRE(o.ncon == d->ncon);
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    const auto& oc = o.con[i];
+    INFO("contact " << i);
+    REQUIRE(oc.geom1 == c.geom[0]);
+    REQUIRE(oc.geom2 == c.geom[1]);
+    REQUIRE(oc.dim == c.dim);
+    REQUIRE(oc.exclude == (c.exclude != 0 ? 1 : 0));
+    REQUIRE(oc.efc_address == c.efc_address);
+    e.excluded += oc.exclude;
+    e.self_contacts += m->geom_type[c.geom[0]] != mjGEOM_PLANE;
+    upd(e.contact_geom, rel(oc.dist, c.dist));
+    for (int k = 0; k < 3; ++k) upd(e.contact_geom, rel(oc.pos[k], c.pos[k]));
+    for (int k = 0; k < 9; ++k) upd(e.contact_geom, rel(oc.frame[k], c.frame[k]));
+    upd(e.contact_param, rel(oc.includemargin, c.includemargin));
+    upd(e.contact_param, rel(oc.mu, c.mu));
+    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.friction[k], c.friction[k]));
+    for (int k = 0; k < 2; ++k) upd(e.contact_param, rel(oc.solref[k], c.solref[k]));
+    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.solimp[k], c.solimp[k]));
+  }
+  REQUIRE(o.nefc == d->nefc);
+  REQUIRE(o.nl == d->nl);
+  for (int r = 0; r < d->nefc; ++r) {
+    INFO("row " << r);
+    REQUIRE(o.efc_type[r] == d->efc_type[r]);
+    REQUIRE(o.efc_id[r] == d->efc_id[r]);
+    for (int k = 0; k < nv; ++k) upd(e.J, rel(o.efc_J[r][k], d->efc_J[r * nv + k]));
+    upd(e.pos, rel(o.efc_pos[r], d->efc_pos[r]));
+    upd(e.margin, rel(o.efc_margin[r], d->efc_margin[r]));
+    // relative: diagA, R, D, KBIP and aref span many orders of magnitude
+    auto relative = [](double a, double b) { return std::fabs(a - b) / std::max(1e-300, std::fabs(b)); };
+    upd(e.diag, relative(o.efc_diagApprox[r], d->efc_diagA[r]));
+    upd(e.R, relative(o.efc_R[r], d->efc_R[r]));
+    upd(e.D, relative(o.efc_D[r], d->efc_D[r]));
+    for (int k = 0; k < 4; ++k)
+      upd(e.KBIP, std::fabs(o.efc_KBIP[r][k] - d->efc_KBIP[4 * r + k]) / std::max(1.0, std::fabs(d->efc_KBIP[4 * r + k])));
+    upd(e.vel, rel(o.efc_vel[r], d->efc_vel[r]));
+    // aref = -B vel - K I (pos - margin) cancels: relative to the size of its terms
+    const double* kbip = d->efc_KBIP + 4 * r;
+    const double terms = std::fabs(kbip[1] * d->efc_vel[r]) + std::fabs(kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]));
+    upd(e.aref, std::fabs(o.efc_aref[r] - d->efc_aref[r]) / std::max(1.0, terms));
+    if (d->efc_type[r] == mjCNSTR_LIMIT_JOINT) ++e.rows_limit;
+    if (d->efc_type[r] == mjCNSTR_CONTACT_FRICTIONLESS) ++e.rows_frictionless;
+    if (d->efc_type[r] == mjCNSTR_CONTACT_PYRAMIDAL) ++e.rows_pyramidal;
+  }
+  e.contacts += d->ncon;
+  e.rows += d->nefc;
+  e.with_contacts += d->ncon > 0;
+}
+
+template <class Case>
+void run_case(int episodes, int steps_per_episode, int frame_skip, double noise, bool print) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto mj_tight_model = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* mt = mj_tight_model.get();
+  mt->opt.tolerance = 1e-15;
+  mt->opt.iterations = 1000;
+  mt->opt.ls_iterations = 1000;
+  const auto sim = make_mj_data(m);  // the trajectory (default settings, as Gymnasium)
+  const auto ref = make_mj_data(m);  // mj_forward at each state, default settings
+  const auto tight = make_mj_data(mt);
+
+  auto ours_default = Case::template model<double>();
+  auto ours_tight = ours_default;
+  ours_tight.tolerance = 1e-15;
+  ours_tight.iterations = 1000;
+  ours_tight.ls_iterations = 1000;
+  const auto ours_float = Case::template model<float>();
+
+  max_errors e;
+  test_rng rng(12345);
+  const int nv = m->nv;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < m->nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        // the state mj_step is about to advance: MuJoCo's forward pass at it, default and tight
+        for (mjData* dd : {ref.get(), tight.get()}) {
+          mj_resetData(m, dd);
+          for (int i = 0; i < m->nq; ++i) dd->qpos[i] = sim->qpos[i];
+          for (int i = 0; i < nv; ++i) dd->qvel[i] = sim->qvel[i];
+          for (int i = 0; i < nv; ++i) dd->qacc_warmstart[i] = sim->qacc_warmstart[i];
+          for (int i = 0; i < m->nu; ++i) dd->ctrl[i] = sim->ctrl[i];
+          dd->time = sim->time;
+        }
+        mj_forward(m, ref.get());
+        mj_forward(mt, tight.get());
+        INFO(Case::name << " episode " << ep << " step " << t << " frame " << f);
+
+        physics::data<double, Dims> o;
+        fill_from_mujoco(m, ref.get(), o);
+        run_stages(ours_default, o);
+        REQUIRE(o.warning == 0);
+        compare_rows(m, ref.get(), o, e);
+        upd(e.qacc_default, max_scaled_error(o.qacc, ref->qacc, nv));
+        e.niter_ours += o.solver_niter;
+        e.niter_mj += ref->solver_niter[0];
+        e.niter_diff += o.solver_niter != ref->solver_niter[0];
+
+        physics::data<double, Dims> ot;
+        fill_from_mujoco(m, ref.get(), ot);
+        run_stages(ours_tight, ot);
+        REQUIRE(ot.nefc == tight->nefc);
+        upd(e.qacc_tight, max_scaled_error(ot.qacc, tight->qacc, nv));
+        // (MuJoCo's island solver leaves its final states in iefc_state, not efc_state: forces only)
+        for (int r = 0; r < ot.nefc; ++r) upd(e.force_tight, scaled_error(ot.efc_force[r], tight->efc_force[r]));
+
+        // float: the same inputs rounded once; must terminate, never NaN
+        physics::data<float, Dims> of;
+        fill_from_mujoco(m, ref.get(), of);
+        run_stages(ours_float, of);
+        bool finite = true;
+        for (int i = 0; i < nv; ++i) finite = finite && std::isfinite(of.qacc[i]);
+        e.float_nonfinite += !finite;
+        e.max_float_niter = std::max(e.max_float_niter, of.solver_niter);
+        if (of.warning == 0 && of.nefc == o.nefc) {
+          double ef = 0;
+          for (int i = 0; i < nv; ++i) ef = std::max(ef, scaled_error(of.qacc[i], o.qacc[i]));
+          upd(e.qacc_float, ef);
+        }
+        ++e.states;
+        mj_step(m, sim.get());
+      }
+    }
+  }
+  if (print) {
+    std::printf(
+        "[constraint] %s: %ld states (%ld with contacts; %ld contacts, %ld of them geom-geom, %ld excluded; %ld rows: "
+        "%ld limit, %ld frictionless, %ld pyramidal)\n"
+        "  contact dist/pos/frame %.3g, params %.3g; efc_J %.3g pos %.3g margin %.3g diagApprox %.3g R %.3g D %.3g "
+        "KBIP %.3g vel %.3g aref %.3g\n"
+        "  qacc vs tight MuJoCo %.3g (efc_force %.3g); vs default MuJoCo %.3g; "
+        "solver_niter differs in %ld states (ours %ld, MuJoCo %ld in total)\n"
+        "  float: qacc vs double %.3g, non-finite %ld, max niter %d\n",
+        Case::name, e.states, e.with_contacts, e.contacts, e.self_contacts, e.excluded, e.rows, e.rows_limit,
+        e.rows_frictionless, e.rows_pyramidal, e.contact_geom, e.contact_param, e.J, e.pos, e.margin,
+        e.diag, e.R, e.D, e.KBIP, e.vel, e.aref, e.qacc_tight, e.force_tight, e.qacc_default,
+        e.niter_diff, e.niter_ours, e.niter_mj, e.qacc_float, e.float_nonfinite, e.max_float_niter);
+  }
+  CHECK(e.with_contacts > e.states / 4);  // the trajectories do exercise contacts
+  CHECK(e.contact_geom <= 1e-12);
+  CHECK(e.contact_param <= 1e-12);
+  CHECK(e.J <= 1e-12);
+  CHECK(e.pos <= 1e-12);
+  CHECK(e.margin <= 1e-12);
+  CHECK(e.diag <= 1e-12);
+  CHECK(e.R <= 1e-12);
+  CHECK(e.D <= 1e-12);
+  CHECK(e.KBIP <= 1e-12);
+  CHECK(e.vel <= 1e-12);
+  CHECK(e.aref <= 1e-12);
+  CHECK(e.qacc_tight <= 1e-11);
+  CHECK(e.qacc_default <= 1e-6);  // early stopping on both sides: reported above, ~1e-8 expected
+  CHECK(e.float_nonfinite == 0);
+  CHECK(e.max_float_niter <= ours_float.iterations);
+}
+
+}  // namespace
+
+TEST_CASE("collision, constraint rows and Newton solve equal MuJoCo along random trajectories", "[mujoco][constraint]") {
+  SECTION("hopper") { run_case<hopper_case>(6, 150, 4, 5e-3, true); }
+  SECTION("walker2d") { run_case<walker2d_case>(6, 150, 4, 5e-3, true); }
+  SECTION("half_cheetah") { run_case<half_cheetah_case>(6, 120, 5, 0.1, true); }
+}
