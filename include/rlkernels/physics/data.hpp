@@ -107,6 +107,7 @@ struct data {
   Scalar qfrc_constraint[nv];     ///< J^T efc_force
   Scalar qacc[nv];                ///< acceleration
   int solver_niter;               ///< Newton iterations of the last solve
+  int solver_neval;               ///< line-search cost evaluations of those iterations (the sum of MuJoCo's solver[i].neval)
 };
 
 }  // namespace physics

@@ -303,7 +303,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
 /// @brief Solves for the constrained acceleration (MuJoCo's mj_fwdConstraint with mj_solNewton):
 /// chooses the warm start (qacc_warmstart or qacc_smooth, whichever has the lower total cost),
 /// runs Newton with the model's iterations, tolerance, ls_iterations and ls_tolerance, and writes
-/// d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint and d.solver_niter. Without rows:
+/// d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter and d.solver_neval. Without rows:
 /// qacc = qacc_smooth. Needs qM and its Cholesky factor qLD (lower, M = L L'), qfrc_smooth,
 /// qacc_smooth and the rows (make_constraint, reference_constraint). The tolerances are scaled as
 /// MuJoCo's island solver does (1 / the trace of M: the supported models are one kinematic tree,
@@ -315,6 +315,7 @@ RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar,
   constexpr int nefc_ = detail::at_least_one(Dims::nefc);
   for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
   d.solver_niter = 0;
+  d.solver_neval = 0;
   const int nefc = d.nefc;
   if (nefc == 0) {
     for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
@@ -371,6 +372,7 @@ RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar,
     Scalar ls_improvement;
     const Scalar alpha = detail::newton_line_search(d, c, tol * m.ls_tolerance, m.ls_iterations, ls_improvement);
     if (alpha == Scalar(0)) break;
+    d.solver_neval += c.ls_iter;
     for (int i = 0; i < nv; ++i) {
       d.qacc[i] += alpha * c.search[i];
       c.Ma[i] += alpha * c.Mv[i];
