@@ -269,10 +269,11 @@ void run_case(int episodes, int steps_per_episode, int frame_skip, double noise,
   CHECK(e.vel <= 1e-12);
   CHECK(e.aref <= 1e-12);
   CHECK(e.qacc_tight <= 1e-11);
-  CHECK(e.qacc_default <= 1e-6);  // early stopping on both sides: reported above, ~1e-8 expected
+  CHECK(e.qacc_default <= 1e-10);  // early stopping on both sides, the same decisions: rounding level measured
   CHECK(e.qacc_trunc <= 1e-10);
-  CHECK(e.niter_diff <= e.states / 200);
-  CHECK(e.neval_diff <= 1);  // 0 measured  // the same stopping decisions (rounding may flip a rare one)
+  // the same stopping decisions and line-search paths (0 differences measured; rounding could flip a rare one)
+  CHECK(e.niter_diff <= 1);
+  CHECK(e.neval_diff <= 1);
   CHECK(e.float_nonfinite == 0);
   CHECK(e.max_float_niter <= ours_float.iterations);
 }
