@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <sstream>
+#include <string>
 
 using namespace rlk_test;
 namespace physics = rlkernels::physics;
@@ -373,4 +375,152 @@ TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mu
   SECTION("hopper") { run_perturbed<hopper_case>(3, 100, 4, 5e-3, 3.0); }
   SECTION("walker2d") { run_perturbed<walker2d_case>(3, 100, 4, 5e-3, 3.0); }
   SECTION("half_cheetah") { run_perturbed<half_cheetah_case>(3, 100, 5, 0.1, 3.0); }
+}
+
+namespace {
+
+/// Two free bodies over a plane, for the colliders the Gymnasium models do not reach (spheres,
+/// parallel capsules) and for the parameter mixing (priority, solmix, condim, gaps).
+struct primitive_dims {
+  static constexpr int nq = 14, nv = 12, nu = 0, nbody = 3, njnt = 2, ngeom = 3;
+  static constexpr int npair = 3, ncon = 6, nefc = 24;
+};
+
+std::string primitive_xml(const char* type_a, const char* size_a, const char* type_b, const char* size_b,
+                          bool mixed_priority) {
+  std::ostringstream x;
+  x << "<mujoco><worldbody>"
+    << "<geom name='floor' type='plane' size='5 5 .1' margin='0.004' gap='0.002' condim='3' friction='0.8 0.01 0.001'"
+    << " solref='0.03 1.2' solimp='0.8 0.9 0.01 0.4 3' solmix='2'/>"
+    << "<body name='a' pos='0 0 0.2'><freejoint/><geom type='" << type_a << "' size='" << size_a << "'"
+    << " margin='0.01' gap='0.005' condim='1' friction='1.2 0.02 0.002' solref='0.02 1' solimp='0.9 0.95 0.001 0.5 2'"
+    << " solmix='0.5'" << (mixed_priority ? " priority='1'" : "") << "/></body>"
+    << "<body name='b' pos='0 0 0.4'><freejoint/><geom type='" << type_b << "' size='" << size_b << "'"
+    << " margin='0.002' condim='3' friction='0.6 0.005 0.0001' solref='-1000 -20' solimp='0.7 0.99 0.02 0.5 1'"
+    << " solmix='1'/></body>"
+    << "</worldbody></mujoco>";
+  return x.str();
+}
+
+}  // namespace
+
+TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules", "[mujoco][constraint]") {
+  struct shape_case {
+    const char *ta, *sa, *tb, *sb;
+    bool parallel;
+  };
+  const shape_case cases[] = {{"sphere", "0.1", "sphere", "0.07", false},
+                              {"sphere", "0.08", "capsule", "0.05 0.15", false},
+                              {"capsule", "0.06 0.2", "capsule", "0.05 0.15", false},
+                              {"capsule", "0.06 0.2", "capsule", "0.05 0.15", true}};
+  double err = 0;
+  long contacts = 0, geom_geom = 0, excluded = 0, configurations = 0, two_contacts = 0;
+  test_rng rng(99);
+  for (const auto& sc : cases) {
+    for (int prio = 0; prio < 2; ++prio) {
+      const std::string xml = primitive_xml(sc.ta, sc.sa, sc.tb, sc.sb, prio == 1);
+      char error[1024] = "";
+      mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, error, sizeof error);
+      INFO(error);
+      REQUIRE(spec != nullptr);
+      mjModel* raw = mj_compile(spec, nullptr);
+      mj_deleteSpec(spec);
+      REQUIRE(raw != nullptr);
+      mj_model_ptr mm(raw);
+      mjModel* m = mm.get();
+      const auto dd = make_mj_data(m);
+      mjData* d = dd.get();
+      physics::model<double, primitive_dims> pm{};
+      for (int g = 0; g < 3; ++g) {
+        pm.geom_type_[g] = static_cast<physics::geom_type>(m->geom_type[g]);
+        pm.geom_bodyid[g] = m->geom_bodyid[g];
+        pm.geom_condim[g] = m->geom_condim[g];
+        pm.geom_priority[g] = m->geom_priority[g];
+        pm.geom_solmix[g] = m->geom_solmix[g];
+        pm.geom_margin[g] = m->geom_margin[g];
+        pm.geom_gap[g] = m->geom_gap[g];
+        for (int k = 0; k < 2; ++k) pm.geom_solref[g][k] = m->geom_solref[2 * g + k];
+        for (int k = 0; k < 5; ++k) pm.geom_solimp[g][k] = m->geom_solimp[5 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_friction[g][k] = m->geom_friction[3 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_size[g][k] = m->geom_size[3 * g + k];
+      }
+      const int pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
+      for (int p = 0; p < 3; ++p) {
+        pm.pair_geom1[p] = pairs[p][0];
+        pm.pair_geom2[p] = pairs[p][1];
+        pm.pair_maxcon[p] = 2;
+        pm.pair_conadr[p] = 2 * p;
+      }
+      for (int trial = 0; trial < 3000; ++trial) {
+        mj_resetData(m, d);
+        double q[4];
+        for (int body = 0; body < 2; ++body) {
+          double* qp = d->qpos + 7 * body;
+          qp[0] = rng.uniform(-0.15, 0.15);
+          qp[1] = rng.uniform(-0.15, 0.15);
+          qp[2] = rng.uniform(0.0, 0.35);
+          if (body == 0 || !sc.parallel) {
+            double n = 0;
+            for (int k = 0; k < 4; ++k) {
+              q[k] = rng.uniform(-1, 1);
+              n += q[k] * q[k];
+            }
+            for (int k = 0; k < 4; ++k) q[k] /= std::sqrt(n);
+          }
+          for (int k = 0; k < 4; ++k) qp[3 + k] = q[k];
+        }
+        if (sc.parallel && trial % 2 == 0) {  // side by side: overlapping along the common axis
+          double axis[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+          mjtNum mat[9];
+          mju_quat2Mat(mat, q);
+          const double s = rng.uniform(-0.3, 0.3), off = rng.uniform(0.08, 0.13);
+          for (int k = 0; k < 3; ++k) d->qpos[7 + k] = axis[k] + s * mat[3 * k + 2] + off * mat[3 * k + 0];
+        }
+        mj_kinematics(m, d);
+        mj_collision(m, d);
+        physics::data<double, primitive_dims> o{};
+        for (int g = 0; g < 3; ++g) {
+          for (int k = 0; k < 3; ++k) o.geom_xpos[g][k] = d->geom_xpos[3 * g + k];
+          for (int k = 0; k < 9; ++k) o.geom_xmat[g][k] = d->geom_xmat[9 * g + k];
+        }
+        physics::collide(pm, o);
+        INFO(sc.ta << "-" << sc.tb << (sc.parallel ? " parallel" : "") << " priority " << prio << " trial " << trial);
+        REQUIRE(o.warning == 0);
+        REQUIRE(o.ncon == d->ncon);
+        // MuJoCo orders contacts by its broad phase; ours by pair: match within (geom1, geom2) order
+        int used[6] = {0, 0, 0, 0, 0, 0};
+        for (int i = 0; i < d->ncon; ++i) {
+          const mjContact& c = d->contact[i];
+          int j = 0;
+          while (j < o.ncon && (used[j] || o.con[j].geom1 != c.geom[0] || o.con[j].geom2 != c.geom[1])) ++j;
+          REQUIRE(j < o.ncon);
+          used[j] = 1;
+          const auto& oc = o.con[j];
+          REQUIRE(oc.dim == c.dim);
+          REQUIRE(oc.exclude == (c.exclude != 0));
+          err = std::max(err, scaled_error(oc.dist, c.dist));
+          err = std::max(err, scaled_error(oc.includemargin, c.includemargin));
+          for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
+          for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
+          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
+          for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
+          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+          geom_geom += c.geom[0] != 0;
+          excluded += oc.exclude;
+        }
+        int between = 0;
+        for (int i = 0; i < d->ncon; ++i) between += d->contact[i].geom[0] == 1 && d->contact[i].geom[1] == 2;
+        two_contacts += between == 2;  // only the parallel-capsule branch makes 2
+        contacts += d->ncon;
+        ++configurations;
+      }
+    }
+  }
+  std::printf("[constraint] primitives: %ld configurations, %ld contacts (%ld geom-geom, %ld in the gap, %ld parallel-capsule pairs with 2 contacts); "
+              "max error %.3g\n",
+              configurations, contacts, geom_geom, excluded, two_contacts, err);
+  CHECK(geom_geom > 1000);
+  CHECK(excluded > 50);
+  CHECK(two_contacts > 100);
+  CHECK(err <= 1e-12);
 }
