@@ -116,7 +116,7 @@ struct ls_point {
 template <class Scalar, class Dims>
 struct newton_context {
   static constexpr int nv = Dims::nv;
-  static constexpr int nefc_ = detail::at_least_one(Dims::nefc);
+  static constexpr int nefc_ = data<Scalar, Dims>::nefc_;
   Scalar Ma[nv];              // M qacc
   Scalar Jaref[nefc_];        // J qacc - aref
   Scalar grad[nv];            // M qacc - qfrc_smooth - qfrc_constraint
@@ -312,7 +312,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   constexpr int nv = Dims::nv;
-  constexpr int nefc_ = detail::at_least_one(Dims::nefc);
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
   for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
   d.solver_niter = 0;
   d.solver_neval = 0;
