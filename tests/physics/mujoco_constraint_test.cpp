@@ -524,3 +524,69 @@ TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules"
   CHECK(two_contacts > 100);
   CHECK(err <= 1e-12);
 }
+
+namespace {
+
+/// Far from the trajectories: random joint angles, bodies driven deep into the floor, large
+/// velocities. Double must still agree with MuJoCo; float must terminate and stay finite.
+template <class Case>
+void run_extreme(int states, double depth, double speed) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto d = make_mj_data(m);
+  const auto ours = Case::template model<double>();
+  const auto ours_f = Case::template model<float>();
+  test_rng rng(2024);
+  const int nv = m->nv;
+  double err = 0;
+  long nonfinite_f = 0, contacts = 0, rows = 0, mismatched = 0;
+  int max_niter_f = 0, max_rows = 0;
+  for (int s = 0; s < states; ++s) {
+    mj_resetData(m, d.get());
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = m->qpos0[i] + rng.uniform(-1.5, 1.5);
+    d->qpos[1] = m->qpos0[1] - rng.uniform(0.0, depth);  // rootz: into the floor
+    for (int i = 0; i < nv; ++i) d->qvel[i] = rng.uniform(-speed, speed);
+    for (int i = 0; i < nv; ++i) d->qacc_warmstart[i] = rng.uniform(-100, 100);
+    for (int a = 0; a < m->nu; ++a) d->ctrl[a] = rng.uniform(-1, 1);
+    mj_forward(m, d.get());
+    INFO(Case::name << " state " << s);
+    physics::data<double, Dims> o;
+    fill_from_mujoco(m, d.get(), o);
+    run_stages(ours, o);
+    if (o.warning & physics::warning_efc_full) {
+      // more rows than the model's slots: MuJoCo has no slots; ours must refuse cleanly
+      ++mismatched;
+      REQUIRE(o.nefc == 0);
+    } else {
+      REQUIRE(o.ncon == d->ncon);
+      REQUIRE(o.nefc == d->nefc);
+      err = std::max(err, max_scaled_error(o.qacc, d->qacc, nv));
+    }
+    contacts += d->ncon;
+    rows += d->nefc;
+    max_rows = std::max(max_rows, d->nefc);
+    physics::data<float, Dims> of;
+    fill_from_mujoco(m, d.get(), of);
+    run_stages(ours_f, of);
+    bool finite = true;
+    for (int i = 0; i < nv; ++i) finite = finite && std::isfinite(of.qacc[i]) && std::isfinite(of.qfrc_constraint[i]);
+    nonfinite_f += !finite;
+    max_niter_f = std::max(max_niter_f, of.solver_niter);
+  }
+  std::printf("[constraint] %s extreme states (depth %.2g, speed %.3g): %d states, %ld contacts, %ld rows (max %d of %d "
+              "slots; %ld over the slots); qacc vs MuJoCo %.3g; float: %ld non-finite, max niter %d\n",
+              Case::name, depth, speed, states, contacts, rows, max_rows, Dims::nefc, mismatched, err, nonfinite_f,
+              max_niter_f);
+  CHECK(err <= 1e-9);
+  CHECK(nonfinite_f == 0);
+  CHECK(max_niter_f <= ours_f.iterations);
+}
+
+}  // namespace
+
+TEST_CASE("extreme states: double agrees with MuJoCo, float terminates and stays finite", "[mujoco][constraint]") {
+  SECTION("hopper") { run_extreme<hopper_case>(3000, 0.8, 50); }
+  SECTION("walker2d") { run_extreme<walker2d_case>(3000, 0.8, 50); }
+  SECTION("half_cheetah") { run_extreme<half_cheetah_case>(3000, 0.5, 50); }
+}
