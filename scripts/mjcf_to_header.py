@@ -84,6 +84,8 @@ def check_supported(m):
         refuse("<option solver=...>: only the Newton solver is supported")
     if int(opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
         refuse("<option integrator=...>: only Euler and RK4 are supported")
+    if opt.disableactuator:
+        refuse("<option actuatorgroupdisable=...>: disabling actuator groups is not supported")
     if opt.noslip_iterations:
         refuse("<option noslip_iterations=...>: the noslip solver is not supported")
     if opt.density or opt.viscosity or any(opt.wind):
@@ -103,6 +105,8 @@ def check_supported(m):
             refuse(f"joint '{jn}': actuatorfrcrange is not supported")
         if m.jnt_actgravcomp[j]:
             refuse(f"joint '{jn}': actuatorgravcomp is not supported")
+        if any(m.jnt_stiffnesspoly[j]):
+            refuse(f"joint '{jn}': stiffnesspoly is not supported")
     for v in range(m.nv):
         jn = name_of(m, O.mjOBJ_JOINT, m.dof_jntid[v])
         if m.dof_frictionloss[v]:
@@ -262,9 +266,11 @@ def generate(xml_path, name):
     integer("enableflags", opt.enableflags)
     scalar("meaninertia", m.stat.meaninertia)
     out("  // bodies")
-    for f in ("body_parentid", "body_rootid", "body_weldid", "body_jntnum", "body_jntadr", "body_dofnum", "body_dofadr"):
+    for f in ("body_parentid", "body_rootid", "body_weldid", "body_jntnum", "body_jntadr", "body_dofnum", "body_dofadr",
+              "body_sameframe"):
         integers(f, getattr(m, f))
-    for f in ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia", "body_invweight0"):
+    for f in ("body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia", "body_invweight0",
+              "body_subtreemass"):
         scalars(f, getattr(m, f))
     out("  // joints")
     integers("jnt_type", m.jnt_type, "physics::joint_type")
@@ -273,13 +279,13 @@ def generate(xml_path, name):
     for f in ("jnt_pos", "jnt_axis", "jnt_range", "jnt_stiffness", "jnt_margin", "jnt_solref", "jnt_solimp"):
         scalars(f, getattr(m, f))
     out("  // dofs")
-    for f in ("dof_bodyid", "dof_jntid", "dof_parentid"):
+    for f in ("dof_bodyid", "dof_jntid", "dof_parentid", "dof_simplenum"):
         integers(f, getattr(m, f))
-    for f in ("dof_armature", "dof_damping", "dof_invweight0", "qpos0", "qpos_spring"):
+    for f in ("dof_armature", "dof_damping", "dof_invweight0", "dof_M0", "qpos0", "qpos_spring"):
         scalars(f, getattr(m, f))
     out("  // geoms")
     integers("geom_type_", m.geom_type, "physics::geom_type")
-    for f in ("geom_bodyid", "geom_contype", "geom_conaffinity", "geom_condim", "geom_priority"):
+    for f in ("geom_bodyid", "geom_contype", "geom_conaffinity", "geom_condim", "geom_priority", "geom_sameframe"):
         integers(f, getattr(m, f))
     for f in ("geom_solmix", "geom_solref", "geom_solimp", "geom_margin", "geom_gap", "geom_friction", "geom_size",
               "geom_pos", "geom_quat"):

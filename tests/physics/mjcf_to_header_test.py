@@ -58,6 +58,10 @@ cases = [
                            extra='<option cone="elliptic"/>'), "cone"),
     ("implicit integrator", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                                  extra='<option integrator="implicitfast"/>'), "integrator"),
+    ("polynomial stiffness", dict(body='<joint name="springy" type="hinge" stiffness="1 0.5"/><geom type="sphere" size=".1"/>',
+                                  extra=""), "joint 'springy'"),
+    ("actuator group disabled", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
+                                     extra='<option actuatorgroupdisable="2"/>'), "actuatorgroupdisable"),
 ]
 with tempfile.TemporaryDirectory() as tmp:
     for label, parts, expected in cases:

@@ -29,15 +29,18 @@ struct contact {
   int efc_address;       ///< first constraint row, -1 if none
 };
 
-/// Status bits of a forward pass or step (data::warning); any set bit means the step could not be
-/// computed as MuJoCo would and the env must not use the result (envs end the episode).
+/// Status bits of a forward pass or step (data::warning, OR-ed over the step); any set bit means
+/// the step could not be computed as MuJoCo would or its result must not be used (envs end the
+/// episode). On bad_qpos, bad_qvel and bad_qacc the step resets the data as MuJoCo does (see step()).
 enum warning_bits : int {
   warning_none = 0,
-  warning_bad_qpos = 1,     ///< a qpos was not finite or above 1e10 in magnitude (MuJoCo's mj_checkPos)
-  warning_bad_qvel = 2,     ///< the same for qvel (mj_checkVel)
-  warning_bad_qacc = 4,     ///< the same for qacc (mj_checkAcc)
+  warning_bad_qpos = 1,     ///< a qpos was NaN or above 1e10 in magnitude (MuJoCo's mj_checkPos): data reset
+  warning_bad_qvel = 2,     ///< the same for qvel (mj_checkVel): data reset
+  warning_bad_qacc = 4,     ///< the same for qacc (mj_checkAcc): data reset and forward again
   warning_contact_full = 8, ///< a pair produced more contacts than its slots (cannot happen for the supported pairs)
-  warning_efc_full = 16     ///< more constraint rows than the slots
+  warning_efc_full = 16,    ///< more constraint rows than the slots
+  warning_bad_ctrl = 32,    ///< a (clamped) ctrl was NaN or above 1e10: all controls taken as 0 (MuJoCo's mjWARN_BADCTRL)
+  warning_bad_state = 64    ///< the integrated qpos/qvel are bad (MuJoCo finds it at the next step's check and resets there)
 };
 
 /// @brief The workspace of one forward pass (mjData's fields for the supported subset).
@@ -72,7 +75,9 @@ struct data {
   Scalar cdof[nv][6];           ///< com-based motion axis of each dof (rotation, translation)
   Scalar crb[nbody][10];        ///< composite rigid-body inertia
   Scalar qM[nv][nv];            ///< joint-space mass matrix, dense and symmetric, armature included
-  Scalar qLD[nv][nv];           ///< its Cholesky factor L (lower triangle; M = L L^T)
+  Scalar qLD[nv][nv];           ///< its Cholesky factor L (lower triangle; M = L L^T): detail::cholesky_solve(qLD, x)
+  Scalar qLDL[nv][nv];          ///< MuJoCo's own factor M = L^T D L (mj_factorM; lower triangle: L's strict part, D on the diagonal): solve_inertia()
+  Scalar qLDiagInv[nv];         ///< 1 / D of qLDL
 
   // ---- contacts and constraints ----
   int ncon;                       ///< contacts found

@@ -39,6 +39,31 @@ enum disable_bits : int {
   disable_island = 1 << 18      ///< mjDSBL_ISLAND: the solver scales by meaninertia*nv, not the island's inertia
 };
 
+/// Bits of model::disableflags, numbered as MuJoCo's mjtDisableBit (the ones the engine honours).
+enum disable_bits : int {
+  disable_constraint = 1 << 0,  ///< the whole constraint stage (no contacts, no rows)
+  disable_limit = 1 << 3,       ///< joint limit rows
+  disable_contact = 1 << 4,     ///< contacts
+  disable_spring = 1 << 5,      ///< joint springs (passive)
+  disable_damper = 1 << 6,      ///< dof dampers (passive, and Euler's implicit damping)
+  disable_gravity = 1 << 7,     ///< gravity (the base acceleration of the bias forces)
+  disable_clampctrl = 1 << 8,   ///< clamping ctrl to ctrlrange
+  disable_warmstart = 1 << 9,   ///< the solver's warm start
+  disable_actuation = 1 << 11,  ///< actuator forces
+  disable_eulerdamp = 1 << 15,  ///< Euler's implicit treatment of damping
+  disable_autoreset = 1 << 16   ///< resetting the data on a bad qpos/qvel/qacc
+};
+
+/// MuJoCo's mjtSameFrame: how a frame relates to its body's frames (the kinematics copy instead
+/// of computing when a frame coincides, exactly as MuJoCo does).
+enum sameframe : int {
+  sameframe_none = 0,        ///< no alignment: compute position and orientation
+  sameframe_body = 1,        ///< same as the body frame
+  sameframe_inertia = 2,     ///< same as the body's inertial frame
+  sameframe_bodyrot = 3,     ///< orientation of the body frame, own position
+  sameframe_inertiarot = 4   ///< orientation of the inertial frame, own position
+};
+
 /// @brief The compile-time sizes of a model, as the generator writes them:
 /// @code
 /// struct hopper_dims {
@@ -115,6 +140,8 @@ struct model {
   Scalar body_mass[nbody];        ///< mass
   Scalar body_inertia[nbody][3];  ///< principal moments of inertia
   Scalar body_invweight0[nbody][2];  ///< mean inverse inertia at qpos0 (translation, rotation)
+  int body_sameframe[nbody];      ///< mjModel's body_sameframe: inertial frame vs body frame (sameframe)
+  Scalar body_subtreemass[nbody]; ///< mass of the subtree rooted at the body (the compiler's sum)
 
   // ---- joints (njnt) ----
   joint_type jnt_type[Dims::njnt];  ///< hinge or slide
@@ -138,6 +165,8 @@ struct model {
   Scalar dof_armature[nv];    ///< armature inertia added to M's diagonal
   Scalar dof_damping[nv];     ///< viscous damping
   Scalar dof_invweight0[nv];  ///< diagonal of M^-1 at qpos0 (for diagApprox of limit rows)
+  int dof_simplenum[nv];      ///< consecutive simple dofs from this one (MuJoCo: M(i,i) = dof_M0, no coupling)
+  Scalar dof_M0[nv];          ///< diagonal of M at qpos0 (used for simple dofs)
 
   Scalar qpos0[nq];        ///< reference configuration (joint angle offsets are measured from it)
   Scalar qpos_spring[nq];  ///< spring rest positions
@@ -158,6 +187,7 @@ struct model {
   Scalar geom_size[Dims::ngeom][3];   ///< plane: half sizes (0 = infinite); sphere: radius; capsule: radius, half length
   Scalar geom_pos[Dims::ngeom][3];    ///< position in the body frame
   Scalar geom_quat[Dims::ngeom][4];   ///< orientation in the body frame
+  int geom_sameframe[Dims::ngeom];    ///< mjModel's geom_sameframe: geom frame vs body frames (sameframe)
 
   // ---- candidate collision pairs (generated: MuJoCo's broadphase filters applied to all geom pairs) ----
   int pair_geom1[npair_];   ///< first geom (MuJoCo's order: the geom with the lower type first, as mj_collision orders them)

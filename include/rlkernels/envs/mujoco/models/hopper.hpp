@@ -76,6 +76,11 @@ constexpr physics::model<Scalar, hopper_dims> hopper() {
   m.body_dofadr[2] = 3;
   m.body_dofadr[3] = 4;
   m.body_dofadr[4] = 5;
+  m.body_sameframe[0] = 1;
+  m.body_sameframe[1] = 1;
+  m.body_sameframe[2] = 3;
+  m.body_sameframe[3] = 1;
+  m.body_sameframe[4] = 0;
   m.body_pos[0][0] = Scalar(0.0);
   m.body_pos[0][1] = Scalar(0.0);
   m.body_pos[0][2] = Scalar(0.0);
@@ -176,6 +181,11 @@ constexpr physics::model<Scalar, hopper_dims> hopper() {
   m.body_invweight0[3][1] = Scalar(0.17633242341688493);
   m.body_invweight0[4][0] = Scalar(0.06690271076821869);
   m.body_invweight0[4][1] = Scalar(0.4390001310729386);
+  m.body_subtreemass[0] = Scalar(15.820013405927003);
+  m.body_subtreemass[1] = Scalar(15.820013405927003);
+  m.body_subtreemass[2] = Scalar(12.154821976738912);
+  m.body_subtreemass[3] = Scalar(8.096931465852094);
+  m.body_subtreemass[4] = Scalar(5.315574769873931);
   // joints
   m.jnt_type[0] = physics::joint_type(2);
   m.jnt_type[1] = physics::joint_type(2);
@@ -334,6 +344,12 @@ constexpr physics::model<Scalar, hopper_dims> hopper() {
   m.dof_parentid[3] = 2;
   m.dof_parentid[4] = 3;
   m.dof_parentid[5] = 4;
+  m.dof_simplenum[0] = 0;
+  m.dof_simplenum[1] = 0;
+  m.dof_simplenum[2] = 0;
+  m.dof_simplenum[3] = 0;
+  m.dof_simplenum[4] = 0;
+  m.dof_simplenum[5] = 0;
   m.dof_armature[0] = Scalar(0.0);
   m.dof_armature[1] = Scalar(0.0);
   m.dof_armature[2] = Scalar(0.0);
@@ -352,6 +368,12 @@ constexpr physics::model<Scalar, hopper_dims> hopper() {
   m.dof_invweight0[3] = Scalar(0.9173573040079763);
   m.dof_invweight0[4] = Scalar(0.8423092317158408);
   m.dof_invweight0[5] = Scalar(0.9000381439194955);
+  m.dof_M0[0] = Scalar(15.820013405927003);
+  m.dof_M0[1] = Scalar(15.820013405927003);
+  m.dof_M0[2] = Scalar(10.376531649495247);
+  m.dof_M0[3] = Scalar(7.657184398947023);
+  m.dof_M0[4] = Scalar(2.7010124101330506);
+  m.dof_M0[5] = Scalar(1.1259813839927226);
   m.qpos0[0] = Scalar(0.0);
   m.qpos0[1] = Scalar(1.25);
   m.qpos0[2] = Scalar(0.0);
@@ -395,6 +417,11 @@ constexpr physics::model<Scalar, hopper_dims> hopper() {
   m.geom_priority[2] = 0;
   m.geom_priority[3] = 0;
   m.geom_priority[4] = 0;
+  m.geom_sameframe[0] = 1;
+  m.geom_sameframe[1] = 1;
+  m.geom_sameframe[2] = 3;
+  m.geom_sameframe[3] = 1;
+  m.geom_sameframe[4] = 2;
   m.geom_solmix[0] = Scalar(1.0);
   m.geom_solmix[1] = Scalar(1.0);
   m.geom_solmix[2] = Scalar(1.0);

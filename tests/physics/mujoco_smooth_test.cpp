@@ -1,0 +1,338 @@
+// The smooth dynamics (kinematics, mass matrix, bias, passive and actuator forces, unconstrained
+// acceleration) and the integrators against MuJoCo itself, constraints disabled on both sides.
+// Error measure, per quantity: max over its elements and the states of |ours - MuJoCo| / max(1, |MuJoCo|).
+#include <catch2/catch.hpp>
+#include <mujoco/mujoco.h>
+
+#include <rlkernels/physics/forward.hpp>
+
+#include "physics/mujoco_fixture.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace {
+
+namespace ph = rlkernels::physics;
+
+using rlk_test::half_cheetah_case;
+using rlk_test::hopper_case;
+using rlk_test::walker2d_case;
+
+rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::gymnasium_asset(file)); }
+
+// The generated model of a case, on the heap (a test's stack need not hold it).
+template <class Case, class S = double>
+std::unique_ptr<ph::model<S, typename Case::dims>> generated_model() {
+  return std::make_unique<ph::model<S, typename Case::dims>>(Case::template model<S>());
+}
+
+double rel_err(double a, double b) { return std::fabs(a - b) / std::max(1.0, std::fabs(b)); }
+
+struct errors {
+  double xpos = 0, xmat = 0, geom_xpos = 0, geom_xmat = 0, qM = 0, bias = 0, passive = 0, actuator = 0,
+         qacc_smooth = 0;
+  void print(const char* name) const {
+    std::printf("[smooth] %-12s max rel err: xpos %.2e xmat %.2e geom_xpos %.2e geom_xmat %.2e qM %.2e "
+                "qfrc_bias %.2e qfrc_passive %.2e qfrc_actuator %.2e qacc_smooth %.2e\n",
+                name, xpos, xmat, geom_xpos, geom_xmat, qM, bias, passive, actuator, qacc_smooth);
+  }
+};
+
+template <class D>
+void random_state(std::mt19937_64& rng, const mjModel* mm, double* qpos, double* qvel, double* ctrl) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int j = 0; j < mm->njnt; ++j) {
+    const int a = mm->jnt_qposadr[j];
+    if (mm->jnt_limited[j]) {
+      const double lo = mm->jnt_range[2 * j], hi = mm->jnt_range[2 * j + 1];
+      qpos[a] = lo + (hi - lo) * (0.5 + 0.5 * u(rng)) + 0.1 * u(rng);
+    } else {
+      qpos[a] = mm->qpos0[a] + 2.0 * u(rng);
+    }
+  }
+  for (int i = 0; i < D::nv; ++i) qvel[i] = 10.0 * u(rng);
+  for (int i = 0; i < D::nu; ++i) ctrl[i] = 2.0 * u(rng);  // half of them outside ctrlrange
+}
+
+template <class Case, class D = typename Case::dims>
+errors compare_forward(const char* file, int nstates, bool deliberate_bug = false, int extra_flags = 0) {
+  rlk_test::mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
+  if (deliberate_bug)
+    for (int i = 0; i < D::nv; ++i) m->dof_armature[i] = 0;
+  auto d = std::make_unique<ph::data<double, D>>();
+  std::mt19937_64 rng(17);
+  errors e;
+  double M[D::nv * D::nv];
+  for (int s = 0; s < nstates; ++s) {
+    random_state<D>(rng, mm.get(), d->qpos, d->qvel, d->ctrl);
+    for (int i = 0; i < D::nq; ++i) md->qpos[i] = d->qpos[i];
+    for (int i = 0; i < D::nv; ++i) { md->qvel[i] = d->qvel[i]; d->qacc_warmstart[i] = 0; }
+    for (int i = 0; i < D::nu; ++i) md->ctrl[i] = d->ctrl[i];
+    mj_forward(mm.get(), md.get());
+    ph::forward(*m, *d);
+    REQUIRE(d->warning == 0);
+    for (int b = 0; b < D::nbody; ++b) {
+      for (int k = 0; k < 3; ++k) e.xpos = std::max(e.xpos, rel_err(d->xpos[b][k], md->xpos[3 * b + k]));
+      for (int k = 0; k < 9; ++k) e.xmat = std::max(e.xmat, rel_err(d->xmat[b][k], md->xmat[9 * b + k]));
+    }
+    for (int g = 0; g < D::ngeom; ++g) {
+      for (int k = 0; k < 3; ++k)
+        e.geom_xpos = std::max(e.geom_xpos, rel_err(d->geom_xpos[g][k], md->geom_xpos[3 * g + k]));
+      for (int k = 0; k < 9; ++k)
+        e.geom_xmat = std::max(e.geom_xmat, rel_err(d->geom_xmat[g][k], md->geom_xmat[9 * g + k]));
+    }
+    mj_fullM(mm.get(), md.get(), M);
+    for (int i = 0; i < D::nv; ++i)
+      for (int j = 0; j < D::nv; ++j) e.qM = std::max(e.qM, rel_err(d->qM[i][j], M[i * D::nv + j]));
+    for (int i = 0; i < D::nv; ++i) {
+      e.bias = std::max(e.bias, rel_err(d->qfrc_bias[i], md->qfrc_bias[i]));
+      e.passive = std::max(e.passive, rel_err(d->qfrc_passive[i], md->qfrc_passive[i]));
+      e.actuator = std::max(e.actuator, rel_err(d->qfrc_actuator[i], md->qfrc_actuator[i]));
+      e.qacc_smooth = std::max(e.qacc_smooth, rel_err(d->qacc_smooth[i], md->qacc_smooth[i]));
+      CHECK(d->qacc[i] == d->qacc_smooth[i]);
+    }
+  }
+  return e;
+}
+
+template <class Case, class D = typename Case::dims>
+void check_forward(const char* name, const char* file) {
+  const errors e = compare_forward<Case>(file, 3000);
+  e.print(name);
+  const double tol = 1e-12;
+  CHECK(e.xpos <= tol);
+  CHECK(e.xmat <= tol);
+  CHECK(e.geom_xpos <= tol);
+  CHECK(e.geom_xmat <= tol);
+  CHECK(e.qM <= tol);
+  CHECK(e.bias <= tol);
+  CHECK(e.passive <= tol);
+  CHECK(e.actuator <= tol);
+  CHECK(e.qacc_smooth <= tol);
+}
+
+// Constraint-free trajectories with the model's own integrator; returns the max rel error of
+// qpos/qvel over the first `early` steps and over all `nsteps`.
+template <class Case, class D = typename Case::dims>
+void compare_trajectory(const char* name, const char* file, int nsteps, int early, double* err_early,
+                        double* err_all, int extra_flags = 0) {
+  rlk_test::mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
+  auto d = std::make_unique<ph::data<double, D>>();
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  d->time = 0;
+  for (int i = 0; i < D::nq; ++i) d->qpos[i] = md->qpos[i] = mm->qpos0[i] + 0.1 * u(rng);
+  for (int i = 0; i < D::nv; ++i) {
+    d->qvel[i] = md->qvel[i] = 0.1 * u(rng);
+    d->qacc_warmstart[i] = 0;
+  }
+  *err_early = 0;
+  *err_all = 0;
+  for (int t = 0; t < nsteps; ++t) {
+    for (int i = 0; i < D::nu; ++i) d->ctrl[i] = md->ctrl[i] = 1.2 * u(rng);
+    mj_step(mm.get(), md.get());
+    ph::step(*m, *d);
+    REQUIRE(d->warning == 0);
+    double e = rel_err(d->time, md->time);
+    for (int i = 0; i < D::nq; ++i) e = std::max(e, rel_err(d->qpos[i], md->qpos[i]));
+    for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err(d->qvel[i], md->qvel[i]));
+    for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err(d->qacc_warmstart[i], md->qacc_warmstart[i]));
+    if (t < early) *err_early = std::max(*err_early, e);
+    *err_all = std::max(*err_all, e);
+  }
+  if (!extra_flags)
+    std::printf("[smooth] %-12s %s trajectory (constraints off): max rel err of qpos/qvel/warmstart %.2e over "
+                "the first %d steps, %.2e over %d steps\n",
+                name, mm->opt.integrator == mjINT_RK4 ? "RK4" : "Euler", *err_early, early, *err_all, nsteps);
+}
+
+}  // namespace
+
+TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujoco][smooth]") {
+  SECTION("hopper") { check_forward<hopper_case>("hopper", "hopper.xml"); }
+  SECTION("walker2d") { check_forward<walker2d_case>("walker2d", "walker2d_v5.xml"); }
+  SECTION("half_cheetah") { check_forward<half_cheetah_case>("half_cheetah", "half_cheetah.xml"); }
+}
+
+TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {
+  const errors e = compare_forward<hopper_case>("hopper.xml", 50, true);
+  std::printf("[smooth] deliberate bug (armature dropped): qM err %.2e, qacc_smooth err %.2e\n", e.qM, e.qacc_smooth);
+  CHECK(e.qM > 1e-3);
+  CHECK(e.qacc_smooth > 1e-3);
+}
+
+TEST_CASE("constraint-free trajectories agree with mj_step", "[mujoco][smooth]") {
+  double early = 0, all = 0;
+  SECTION("hopper (RK4)") {
+    compare_trajectory<hopper_case>("hopper", "hopper.xml", 500, 20, &early, &all);
+  }
+  SECTION("walker2d (RK4)") {
+    compare_trajectory<walker2d_case>("walker2d", "walker2d_v5.xml", 500, 20, &early, &all);
+  }
+  SECTION("half_cheetah (Euler, implicit damping)") {
+    compare_trajectory<half_cheetah_case>("half_cheetah", "half_cheetah.xml", 500, 20, &early, &all);
+  }
+  CHECK(early <= 1e-12);
+  CHECK(all <= 1e-9);
+}
+
+namespace {
+
+// Both NaN (or equal) counts as agreement; a NaN on one side only as an infinite error.
+double rel_err_nan(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return (std::isnan(a) && std::isnan(b)) ? 0.0 : INFINITY;
+  return rel_err(a, b);
+}
+
+template <class D>
+void copy_state(const mjData* md, ph::data<double, D>& d) {
+  d.time = md->time;
+  for (int i = 0; i < D::nq; ++i) d.qpos[i] = md->qpos[i];
+  for (int i = 0; i < D::nv; ++i) { d.qvel[i] = md->qvel[i]; d.qacc_warmstart[i] = md->qacc_warmstart[i]; }
+  for (int i = 0; i < D::nu; ++i) d.ctrl[i] = md->ctrl[i];
+}
+
+template <class D>
+double state_err(const mjData* md, const ph::data<double, D>& d) {
+  double e = rel_err_nan(d.time, md->time);
+  for (int i = 0; i < D::nq; ++i) e = std::max(e, rel_err_nan(d.qpos[i], md->qpos[i]));
+  for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err_nan(d.qvel[i], md->qvel[i]));
+  for (int i = 0; i < D::nv; ++i) e = std::max(e, rel_err_nan(d.qacc_warmstart[i], md->qacc_warmstart[i]));
+  for (int i = 0; i < D::nu; ++i) e = std::max(e, rel_err_nan(d.ctrl[i], md->ctrl[i]));
+  return e;
+}
+
+// One step from a perturbed state on both sides: the warnings MuJoCo raises, ours, and the state error.
+template <class Case, class D = typename Case::dims>
+void check_bad_step(const char* file, int extra_flags, void (*perturb)(mjData*), int mj_warning, int our_bit) {
+  rlk_test::mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case>();
+  m->disableflags = mm->opt.disableflags;
+  auto d = std::make_unique<ph::data<double, D>>();
+  for (int i = 0; i < D::nq; ++i) md->qpos[i] = mm->qpos0[i] + 0.05 * (i + 1);
+  for (int i = 0; i < D::nv; ++i) md->qvel[i] = 0.3 * (i % 3) - 0.2;
+  for (int i = 0; i < D::nu; ++i) md->ctrl[i] = 0.5;
+  md->time = 1.25;
+  mj_step(mm.get(), md.get());  // a normal step first, so that time and warm start are not zero
+  perturb(md.get());
+  copy_state(md.get(), *d);
+  void (*saved)(const char*) = mju_user_warning;
+  mju_user_warning = [](const char*) {};  // the warnings are expected here
+  mj_step(mm.get(), md.get());
+  ph::step(*m, *d);
+  const double e = state_err(md.get(), *d);
+  INFO(file << " flags " << extra_flags << " warning " << d->warning);
+  CHECK(md->warning[mj_warning].number >= 1);  // MuJoCo counts per forward pass (RK4: 4) and twice without reset
+  CHECK((d->warning & our_bit) != 0);
+  CHECK(e <= 1e-12);
+  // and the next step goes on as MuJoCo's does
+  mj_step(mm.get(), md.get());
+  ph::step(*m, *d);
+  CHECK(state_err(md.get(), *d) <= 1e-12);
+  mju_user_warning = saved;
+}
+
+void bad_qpos(mjData* d) { d->qpos[2] = NAN; }
+void bad_qvel(mjData* d) { d->qvel[1] = 2e10; }
+void huge_qvel(mjData* d) { d->qvel[4] = 5e9; }  // not bad itself; the bias forces make qacc bad
+void bad_ctrl(mjData* d) { d->ctrl[1] = NAN; }
+
+template <class Case, class D = typename Case::dims>
+double float_forward_error(const char* file, int nstates, double* kin_err) {
+  rlk_test::mj_model_ptr mm = load(file);
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT;
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = generated_model<Case, float>();
+  m->disableflags = mm->opt.disableflags;
+  auto d = std::make_unique<ph::data<float, D>>();
+  std::mt19937_64 rng(99);
+  double qpos[D::nq], qvel[D::nv], ctrl[D::nu];
+  double worst = 0;
+  *kin_err = 0;
+  for (int s = 0; s < nstates; ++s) {
+    random_state<D>(rng, mm.get(), qpos, qvel, ctrl);
+    for (int i = 0; i < D::nq; ++i) md->qpos[i] = d->qpos[i] = static_cast<float>(qpos[i]);
+    for (int i = 0; i < D::nv; ++i) { md->qvel[i] = d->qvel[i] = static_cast<float>(qvel[i]); d->qacc_warmstart[i] = 0; }
+    for (int i = 0; i < D::nu; ++i) md->ctrl[i] = d->ctrl[i] = static_cast<float>(ctrl[i]);
+    mj_forward(mm.get(), md.get());
+    ph::forward(*m, *d);
+    double num = 0, den = 0;
+    for (int i = 0; i < D::nv; ++i) {
+      num += (d->qacc_smooth[i] - md->qacc_smooth[i]) * (d->qacc_smooth[i] - md->qacc_smooth[i]);
+      den += md->qacc_smooth[i] * md->qacc_smooth[i];
+    }
+    worst = std::max(worst, std::sqrt(num) / std::max(1.0, std::sqrt(den)));
+    for (int b = 0; b < D::nbody; ++b)
+      for (int k = 0; k < 3; ++k) *kin_err = std::max(*kin_err, rel_err(d->xpos[b][k], md->xpos[3 * b + k]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("disable flags agree with MuJoCo (gravity, spring, damper, clampctrl, actuation, eulerdamp)",
+          "[mujoco][smooth]") {
+  const int flag_sets[] = {mjDSBL_GRAVITY, mjDSBL_SPRING, mjDSBL_DAMPER, mjDSBL_SPRING | mjDSBL_DAMPER,
+                           mjDSBL_CLAMPCTRL, mjDSBL_ACTUATION, mjDSBL_EULERDAMP};
+  double worst_fwd = 0, worst_traj = 0;
+  for (int f : flag_sets) {
+    const errors eh = compare_forward<hopper_case>("hopper.xml", 200, false, f);
+    const errors ec = compare_forward<half_cheetah_case>("half_cheetah.xml", 200, false, f);
+    for (const errors& e : {eh, ec})
+      worst_fwd = std::max({worst_fwd, e.qM, e.bias, e.passive, e.actuator, e.qacc_smooth});
+    double early = 0, all = 0;
+    compare_trajectory<hopper_case>("hopper", "hopper.xml", 100, 10, &early, &all, f);
+    worst_traj = std::max(worst_traj, all);
+    compare_trajectory<half_cheetah_case>("half_cheetah", "half_cheetah.xml", 100, 10, &early, &all, f);
+    worst_traj = std::max(worst_traj, all);
+  }
+  std::printf("[smooth] disable flags: max rel err of forward quantities %.2e, of 100-step trajectories %.2e\n",
+              worst_fwd, worst_traj);
+  CHECK(worst_fwd <= 1e-12);
+  CHECK(worst_traj <= 1e-12);
+}
+
+TEST_CASE("instability is handled as mj_step handles it (warning, reset, go on)", "[mujoco][smooth]") {
+  SECTION("bad qpos, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, RK4") { check_bad_step<hopper_case>("hopper.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_qpos); }
+  SECTION("bad qvel, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_qvel, mjWARN_BADQVEL, ph::warning_bad_qvel); }
+  SECTION("bad qacc, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, huge_qvel, mjWARN_BADQACC, ph::warning_bad_qacc); }
+  SECTION("bad ctrl, Euler") { check_bad_step<half_cheetah_case>("half_cheetah.xml", 0, bad_ctrl, mjWARN_BADCTRL, ph::warning_bad_ctrl); }
+  SECTION("bad qpos without autoreset: NaN stays, flagged") {
+    check_bad_step<hopper_case>("hopper.xml", mjDSBL_AUTORESET, bad_qpos, mjWARN_BADQPOS, ph::warning_bad_state);
+  }
+}
+
+TEST_CASE("float: the smooth dynamics stay close to MuJoCo's double", "[mujoco][smooth]") {
+  double kin = 0;
+  const double eh = float_forward_error<hopper_case>("hopper.xml", 500, &kin);
+  std::printf("[smooth] float hopper:       qacc_smooth norm-rel err %.2e, xpos %.2e\n", eh, kin);
+  CHECK(eh <= 1e-3);
+  CHECK(kin <= 1e-5);
+  const double ew = float_forward_error<walker2d_case>("walker2d_v5.xml", 500, &kin);
+  std::printf("[smooth] float walker2d:     qacc_smooth norm-rel err %.2e, xpos %.2e\n", ew, kin);
+  CHECK(ew <= 1e-3);
+  CHECK(kin <= 1e-5);
+  const double ec = float_forward_error<half_cheetah_case>("half_cheetah.xml", 500, &kin);
+  std::printf("[smooth] float half_cheetah: qacc_smooth norm-rel err %.2e, xpos %.2e\n", ec, kin);
+  CHECK(ec <= 1e-3);
+  CHECK(kin <= 1e-5);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Episode lengths and returns of Gymnasium's MuJoCo v5 envs under the uniform random policy, for
+the statistical comparison in tests/envs/mujoco_stats_test.cpp (two-sample tests: rlkernels' envs,
+with their own random streams, must be indistinguishable from these).
+
+    pip install mujoco==3.12.0 gymnasium==1.4.0
+    python3 tests/reference/mujoco_random_policy_stats.py   # writes tests/reference/mujoco_random_policy_stats.csv
+
+Episode k resets with seed k and samples actions with action_space.seed(100000 + k): uniform on
+[-1, 1]^nu, as action_space.sample() draws them.
+"""
+import os
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {mujoco.__version__}"
+assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
+
+EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 200}
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mujoco_random_policy_stats.csv")
+with open(out, "w") as f:
+    f.write("env,episode,length,return,terminated\n")
+    for env_id, episodes in EPISODES.items():
+        env = gym.make(env_id)
+        for k in range(episodes):
+            env.reset(seed=k)
+            env.action_space.seed(100000 + k)
+            total, length = 0.0, 0
+            while True:
+                _, r, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(r)
+                length += 1
+                if terminated or truncated:
+                    break
+            f.write(f"{env_id},{k},{length},{total!r},{int(terminated)}\n")
+        env.close()
+        print(env_id, "done")
+print("wrote", out)
