@@ -29,16 +29,6 @@ enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, co
 /// Constraint row states, numbered as MuJoCo's mjtConstraintState (the ones the supported rows take).
 enum constraint_state : int { state_satisfied = 0, state_quadratic = 1 };
 
-/// mjtDisableBit values the constraint stages honour (opt.disableflags).
-enum disable_bits : int {
-  disable_constraint = 1 << 0,  ///< mjDSBL_CONSTRAINT: no rows at all
-  disable_limit = 1 << 3,       ///< mjDSBL_LIMIT: no joint-limit rows
-  disable_contact = 1 << 4,     ///< mjDSBL_CONTACT: no collision, no contact rows
-  disable_warmstart = 1 << 9,   ///< mjDSBL_WARMSTART: the solver starts from qacc_smooth
-  disable_refsafe = 1 << 12,    ///< mjDSBL_REFSAFE: solref[0] is not raised to 2*timestep
-  disable_island = 1 << 18      ///< mjDSBL_ISLAND: the solver scales by meaninertia*nv, not the island's inertia
-};
-
 /// Bits of model::disableflags, numbered as MuJoCo's mjtDisableBit (the ones the engine honours).
 enum disable_bits : int {
   disable_constraint = 1 << 0,  ///< the whole constraint stage (no contacts, no rows)
@@ -48,10 +38,12 @@ enum disable_bits : int {
   disable_damper = 1 << 6,      ///< dof dampers (passive, and Euler's implicit damping)
   disable_gravity = 1 << 7,     ///< gravity (the base acceleration of the bias forces)
   disable_clampctrl = 1 << 8,   ///< clamping ctrl to ctrlrange
-  disable_warmstart = 1 << 9,   ///< the solver's warm start
+  disable_warmstart = 1 << 9,   ///< the solver's warm start (it starts from qacc_smooth)
   disable_actuation = 1 << 11,  ///< actuator forces
+  disable_refsafe = 1 << 12,    ///< raising a standard solref[0] to at least 2*timestep
   disable_eulerdamp = 1 << 15,  ///< Euler's implicit treatment of damping
-  disable_autoreset = 1 << 16   ///< resetting the data on a bad qpos/qvel/qacc
+  disable_autoreset = 1 << 16,  ///< resetting the data on a bad qpos/qvel/qacc
+  disable_island = 1 << 18      ///< constraint islands (the solver then scales its tolerances by meaninertia*nv, not the island's trace of M)
 };
 
 /// MuJoCo's mjtSameFrame: how a frame relates to its body's frames (the kinematics copy instead
