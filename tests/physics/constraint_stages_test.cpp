@@ -7,6 +7,7 @@
 // (The comparison with MuJoCo itself is tests/physics/mujoco_constraint_test.cpp.)
 #include <rlkernels/physics/collision.hpp>
 #include <rlkernels/physics/constraint.hpp>
+#include <rlkernels/physics/smooth.hpp>
 #include <rlkernels/physics/solver.hpp>
 
 #include "../test_backend.hpp"
@@ -121,11 +122,11 @@ struct ball_step {
     for (int i = 0; i < 3; ++i) {
       d.cdof[i][3 + i] = S(1);
       d.qM[i][i] = S(ball_mass);
-      d.qLD[i][i] = std::sqrt(S(ball_mass));
       // gravity plus a random push
       d.qfrc_smooth[i] = (i == 2 ? S(-ball_mass * gravity) : S(0)) + S(x[6]) * S(i + 1);
       d.qacc_smooth[i] = d.qfrc_smooth[i] / S(ball_mass);
     }
+    physics::factor_inertia(m, d);
     physics::collide(m, d);
     physics::make_constraint(m, d);
     physics::reference_constraint(m, d);

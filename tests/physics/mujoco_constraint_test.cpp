@@ -1,6 +1,7 @@
 // Collision, constraint rows and the Newton solver against MuJoCo's C library along random
 // trajectories of the three Gymnasium models. Our position/velocity-stage inputs are copied FROM
-// MuJoCo's mjData after mj_forward (geom frames, cdof, subtree_com, qM, qfrc_smooth, qacc_smooth),
+// MuJoCo's mjData after mj_forward (geom frames, cdof, subtree_com, qM (factorised by smooth.hpp's
+// factor_inertia), qfrc_smooth, qacc_smooth),
 // so these stages are tested on their own: the same contacts (pairs, count, order) and rows
 // (types, ids), contact geometry and every row quantity to rounding, and the constrained
 // acceleration against a tightly converged MuJoCo solve; against MuJoCo's default (early
@@ -9,6 +10,7 @@
 
 #include <rlkernels/physics/collision.hpp>
 #include <rlkernels/physics/constraint.hpp>
+#include <rlkernels/physics/smooth.hpp>
 #include <rlkernels/physics/solver.hpp>
 
 #include <algorithm>
@@ -46,11 +48,7 @@ void fill_from_mujoco(const mjModel* m, const mjData* d, physics::data<Scalar, D
   std::unique_ptr<double[]> M(new double[nv * nv]);
   mj_fullM(m, d, M.get());
   for (int i = 0; i < nv; ++i)
-    for (int j = 0; j < nv; ++j) {
-      ours.qM[i][j] = Scalar(M[i * nv + j]);
-      ours.qLD[i][j] = Scalar(M[i * nv + j]);
-    }
-  physics::detail::solver_cholesky(ours.qLD, nv, physics::detail::min_value<Scalar>());
+    for (int j = 0; j < nv; ++j) ours.qM[i][j] = Scalar(M[i * nv + j]);
   for (int i = 0; i < nv; ++i) {
     ours.qfrc_smooth[i] = Scalar(d->qfrc_smooth[i]);
     ours.qacc_smooth[i] = Scalar(d->qacc_smooth[i]);
@@ -59,6 +57,7 @@ void fill_from_mujoco(const mjModel* m, const mjData* d, physics::data<Scalar, D
 
 template <class Scalar, class Dims>
 void run_stages(const physics::model<Scalar, Dims>& m, physics::data<Scalar, Dims>& d) {
+  physics::factor_inertia(m, d);  // of the qM copied from MuJoCo (the solver's M^-1)
   physics::collide(m, d);
   physics::make_constraint(m, d);
   physics::reference_constraint(m, d);
@@ -331,6 +330,7 @@ void run_perturbed(int episodes, int steps_per_episode, int frame_skip, double n
           physics::data<double, Dims> o;
           fill_from_mujoco(ms, ref.get(), o);
           const auto& om = variant == 0 ? ours : ours_short;
+          physics::factor_inertia(om, o);
           physics::collide(om, o);
           physics::make_constraint(om, o);
           physics::reference_constraint(om, o);
@@ -589,4 +589,94 @@ TEST_CASE("extreme states: double agrees with MuJoCo, float terminates and stays
   SECTION("hopper") { run_extreme<hopper_case>(3000, 0.8, 50); }
   SECTION("walker2d") { run_extreme<walker2d_case>(3000, 0.8, 50); }
   SECTION("half_cheetah") { run_extreme<half_cheetah_case>(3000, 0.5, 50); }
+}
+
+#include <rlkernels/physics/forward.hpp>
+
+namespace {
+
+/// The whole pipeline with constraints (physics::forward and physics::step, smooth stages
+/// included) from trajectory states: qacc against mj_forward, and one step against mj_step, with
+/// MuJoCo's default settings and with tightly converged solves on both sides.
+template <class Case>
+void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double noise) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto mj_tight = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* mt = mj_tight.get();
+  mt->opt.tolerance = 1e-15;
+  mt->opt.iterations = 1000;
+  mt->opt.ls_iterations = 1000;
+  const auto sim = make_mj_data(m);
+  const auto ref = make_mj_data(m);
+  const auto ours_default = Case::template model<double>();
+  auto ours_tight = ours_default;
+  ours_tight.tolerance = 1e-15;
+  ours_tight.iterations = 1000;
+  ours_tight.ls_iterations = 1000;
+  test_rng rng(31337);
+  const int nv = m->nv, nq = m->nq;
+  double e_fwd[2] = {0, 0}, e_step[2] = {0, 0};
+  long states = 0, constrained = 0;
+  auto data_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *data_ptr;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        INFO(Case::name << " episode " << ep << " step " << t << " frame " << f);
+        for (int variant = 0; variant < 2; ++variant) {
+          mjModel* mm = variant == 0 ? m : mt;
+          const auto& om = variant == 0 ? ours_default : ours_tight;
+          auto load = [&](mjData* dd) {
+            mj_resetData(mm, dd);
+            for (int i = 0; i < nq; ++i) dd->qpos[i] = sim->qpos[i];
+            for (int i = 0; i < nv; ++i) dd->qvel[i] = sim->qvel[i];
+            for (int i = 0; i < nv; ++i) dd->qacc_warmstart[i] = sim->qacc_warmstart[i];
+            for (int i = 0; i < m->nu; ++i) dd->ctrl[i] = sim->ctrl[i];
+            dd->time = sim->time;
+          };
+          load(ref.get());
+          mj_forward(mm, ref.get());
+          copy_state_from_mujoco(mm, ref.get(), o);
+          physics::forward(om, o);
+          REQUIRE(o.warning == 0);
+          REQUIRE(o.ncon == ref->ncon);
+          REQUIRE(o.nefc == ref->nefc);
+          e_fwd[variant] = std::max(e_fwd[variant], max_scaled_error(o.qacc, ref->qacc, nv));
+          if (variant == 0) constrained += ref->nefc > 0;
+          load(ref.get());
+          mj_step(mm, ref.get());
+          copy_state_from_mujoco(mm, sim.get(), o);
+          physics::step(om, o);
+          REQUIRE(o.warning == 0);
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qpos, ref->qpos, nq));
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qvel, ref->qvel, nv));
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qacc_warmstart, ref->qacc_warmstart, nv));
+        }
+        ++states;
+        mj_step(m, sim.get());
+      }
+    }
+  }
+  std::printf("[constraint] %s full pipeline: %ld states (%ld with rows); forward qacc vs MuJoCo %.3g (tight %.3g); one "
+              "step qpos/qvel/warmstart %.3g (tight %.3g)\n",
+              Case::name, states, constrained, e_fwd[0], e_fwd[1], e_step[0], e_step[1]);
+  CHECK(constrained > states / 4);
+  CHECK(e_fwd[1] <= 1e-11);
+  CHECK(e_step[1] <= 1e-11);  // the issue asks 1e-12 for a whole env step: see the report
+  CHECK(e_fwd[0] <= 1e-8);
+  CHECK(e_step[0] <= 1e-7);
+}
+
+}  // namespace
+
+TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constraint][forward]") {
+  SECTION("hopper") { run_pipeline<hopper_case>(4, 100, 4, 5e-3); }
+  SECTION("walker2d") { run_pipeline<walker2d_case>(4, 100, 4, 5e-3); }
+  SECTION("half_cheetah") { run_pipeline<half_cheetah_case>(4, 100, 5, 0.1); }
 }

@@ -263,9 +263,7 @@ template <class Scalar, class Dims>
 RLK_HOST_DEVICE void reference_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   (void)m;
   for (int i = 0; i < d.nefc; ++i) {
-    Scalar v = Scalar(0);
-    for (int k = 0; k < Dims::nv; ++k) v += d.efc_J[i][k] * d.qvel[k];
-    d.efc_vel[i] = v;
+    d.efc_vel[i] = detail::mj_dot(d.efc_J[i], d.qvel, Dims::nv);
     d.efc_aref[i] = -d.efc_KBIP[i][1] * d.efc_vel[i] - d.efc_KBIP[i][0] * d.efc_KBIP[i][2] * (d.efc_pos[i] - d.efc_margin[i]);
   }
 }

@@ -10,6 +10,7 @@
 #include "data.hpp"
 #include "math.hpp"
 #include "model.hpp"
+#include "smooth.hpp"
 
 namespace rlkernels {
 namespace physics {
@@ -23,7 +24,7 @@ RLK_INLINE int solver_cholesky(S (*A)[N], int n, S mindiag) {
   int rank = n;
   for (int j = 0; j < n; ++j) {
     S t = A[j][j];
-    for (int k = 0; k < j; ++k) t -= A[j][k] * A[j][k];
+    if (j) t -= mj_dot(A[j], A[j], j);
     const bool deficient = t < mindiag;
     if (deficient) {
       t = mindiag;
@@ -34,11 +35,7 @@ RLK_INLINE int solver_cholesky(S (*A)[N], int n, S mindiag) {
       for (int i = j + 1; i < n; ++i) A[i][j] = S(0);
     } else {
       const S inv = S(1) / A[j][j];
-      for (int i = j + 1; i < n; ++i) {
-        S s = A[i][j];
-        for (int k = 0; k < j; ++k) s -= A[i][k] * A[j][k];
-        A[i][j] = s * inv;
-      }
+      for (int i = j + 1; i < n; ++i) A[i][j] = (A[i][j] - mj_dot(A[i], A[j], j)) * inv;
     }
   }
   return rank;
@@ -49,9 +46,8 @@ template <class S, int N>
 RLK_INLINE void solver_cholesky_solve(S* x, const S (*L)[N], const S* b, int n) {
   for (int i = 0; i < n; ++i) x[i] = b[i];
   for (int i = 0; i < n; ++i) {
-    S s = x[i];
-    for (int k = 0; k < i; ++k) s -= L[i][k] * x[k];
-    x[i] = s / L[i][i];
+    if (i) x[i] -= mj_dot(L[i], x, i);
+    x[i] /= L[i][i];
   }
   for (int i = n - 1; i >= 0; --i) {
     S s = x[i];
@@ -60,11 +56,7 @@ RLK_INLINE void solver_cholesky_solve(S* x, const S (*L)[N], const S* b, int n) 
   }
 }
 
-template <class S> RLK_INLINE S dot_n(const S* a, const S* b, int n) {
-  S s = S(0);
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
+template <class S> RLK_INLINE S dot_n(const S* a, const S* b, int n) { return mj_dot(a, b, n); }
 
 /// Forces, states and constraint cost of the rows at jar = J a - aref (mj_constraintUpdate for
 /// inequality rows: a row with jar < 0 is quadratic, force -D jar; otherwise satisfied, no force).
@@ -84,24 +76,23 @@ RLK_INLINE Scalar update_rows(data<Scalar, Dims>& d, const Scalar* jar) {
   return cost;
 }
 
-/// r = M v (M = d.qM, dense symmetric).
+/// r = M v (M = d.qM, dense symmetric), in the order of MuJoCo's mju_mulSymVecSparse over the
+/// lower triangle (the entries outside the tree's sparsity are exact zeros and add nothing).
 template <class Scalar, class Dims>
 RLK_INLINE void mul_M(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
   for (int i = 0; i < Dims::nv; ++i) {
-    Scalar s = Scalar(0);
-    for (int j = 0; j < Dims::nv; ++j) s += d.qM[i][j] * v[j];
-    r[i] = s;
+    r[i] = d.qM[i][i] * v[i];
+    for (int j = i - 1; j >= 0; --j) {
+      r[i] += d.qM[i][j] * v[j];
+      r[j] += d.qM[i][j] * v[i];
+    }
   }
 }
 
 /// r = J v over the current rows.
 template <class Scalar, class Dims>
 RLK_INLINE void mul_J(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
-  for (int i = 0; i < d.nefc; ++i) {
-    Scalar s = Scalar(0);
-    for (int j = 0; j < Dims::nv; ++j) s += d.efc_J[i][j] * v[j];
-    r[i] = s;
-  }
+  for (int i = 0; i < d.nefc; ++i) r[i] = mj_dot(d.efc_J[i], v, Dims::nv);
 }
 
 /// One point of the line search: step alpha, cost change from alpha = 0, first and second derivative.
@@ -304,7 +295,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
 /// chooses the warm start (qacc_warmstart or qacc_smooth, whichever has the lower total cost),
 /// runs Newton with the model's iterations, tolerance, ls_iterations and ls_tolerance, and writes
 /// d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter and d.solver_neval. Without rows:
-/// qacc = qacc_smooth. Needs qM and its Cholesky factor qLD (lower, M = L L'), qfrc_smooth,
+/// qacc = qacc_smooth. Needs qM and its factor qLDL/qLDiagInv (factor_inertia), qfrc_smooth,
 /// qacc_smooth and the rows (make_constraint, reference_constraint). The tolerances are scaled as
 /// MuJoCo's island solver does (1 / the trace of M: the supported models are one kinematic tree,
 /// so their constraints form one island), or by 1 / (meaninertia * nv) when islands are disabled.
@@ -354,7 +345,8 @@ RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar,
     c.scale = Scalar(1) / trace;
   }
   // zero-iteration exit, certified by the duality gap 0.5 grad' M^-1 grad and the gradient
-  detail::solver_cholesky_solve(c.Mgrad, d.qLD, c.grad, nv);
+  for (int i = 0; i < nv; ++i) c.Mgrad[i] = c.grad[i];
+  solve_inertia(m, d, c.Mgrad);  // MuJoCo's L^T D L solve (mj_solveLD)
   const Scalar gap = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
   const bool small_gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv)) < tol;
   bool done = (gap > Scalar(0) ? gap : Scalar(0)) < tol && small_gradient;
