@@ -155,6 +155,49 @@ RLK_INLINE void newton_factor_hessian(const data<Scalar, Dims>& d, newton_contex
   solver_cholesky(c.L, nv, min_value<Scalar>());
 }
 
+/// Rank-1 update (plus) or downdate of the factor L L' by x x' (MuJoCo's mju_cholUpdate; x is
+/// overwritten). Returns the rank (n unless a pivot fell below mjMINVAL and was clamped).
+template <class S, int N>
+RLK_INLINE int solver_cholesky_update(S (*L)[N], S* x, int n, bool plus) {
+  int rank = n;
+  for (int k = 0; k < n; ++k) {
+    if (x[k] == S(0)) continue;
+    const S lkk = L[k][k];
+    S t = lkk * lkk + (plus ? x[k] * x[k] : -x[k] * x[k]);
+    if (t < min_value<S>()) {
+      t = min_value<S>();
+      --rank;
+    }
+    const S r = std::sqrt(t);
+    const S c = r / lkk;
+    const S cinv = S(1) / c;
+    const S sk = x[k] / lkk;
+    L[k][k] = r;
+    for (int i = k + 1; i < n; ++i) L[i][k] = plus ? (L[i][k] + sk * x[i]) * cinv : (L[i][k] - sk * x[i]) * cinv;
+    for (int i = k + 1; i < n; ++i) x[i] = c * x[i] - sk * L[i][k];
+  }
+  return rank;
+}
+
+/// After a change of row states: update the factor row by row, as MuJoCo's HessianIncremental
+/// (a row turning quadratic adds sqrt(D) J_i, one leaving subtracts it), refactorising H from
+/// scratch if an update loses rank.
+template <class Scalar, class Dims>
+RLK_INLINE void newton_update_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, const int* oldstate) {
+  constexpr int nv = Dims::nv;
+  for (int i = 0; i < d.nefc; ++i) {
+    const bool now = d.efc_state[i] == state_quadratic, before = oldstate[i] == state_quadratic;
+    if (now == before) continue;
+    Scalar x[nv];
+    const Scalar sd = std::sqrt(d.efc_D[i]);
+    for (int k = 0; k < nv; ++k) x[k] = d.efc_J[i][k] * sd;
+    if (solver_cholesky_update(c.L, x, nv, now) < nv) {
+      newton_factor_hessian(d, c);
+      return;
+    }
+  }
+}
+
 /// Cost change and derivatives at alpha along the search direction (PrimalEval, inequality rows).
 template <class Scalar, class Dims>
 RLK_INLINE void newton_eval(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, ls_point<Scalar>& p) {
@@ -372,9 +415,7 @@ RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar,
     for (int i = 0; i < nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
     for (int i = 0; i < nefc; ++i) oldstate[i] = d.efc_state[i];
     detail::newton_update_constraint(d, c);
-    bool changed = false;
-    for (int i = 0; i < nefc; ++i) changed = changed || d.efc_state[i] != oldstate[i];
-    if (changed) detail::newton_factor_hessian(d, c);  // MuJoCo updates the factor by rank-1 steps: the same H
+    detail::newton_update_hessian(d, c, oldstate);
     for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
     detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
     const Scalar improvement = c.scale * ls_improvement;
