@@ -269,7 +269,8 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
 /// tested with margin + gap (the sums over its two geoms), its contacts get includemargin = the
 /// summed margin, exclude = (dist >= includemargin), the mixed parameters (priority, condim max,
 /// solmix-weighted solref/solimp, friction max) and MuJoCo's frame (normal from geom1 to geom2,
-/// then the tangents). Contacts are stored in pair order; excluded ones are kept (as in mjData)
+/// then the tangents). Contacts are packed in pair order (the model's pair order is MuJoCo's;
+/// pair_maxcon/pair_conadr only size the slots); excluded ones are kept (as in mjData)
 /// but make no constraint rows. Sets warning_contact_full if the slots would overflow.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void collide(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {

@@ -139,7 +139,8 @@ RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>
   if (!(m.disableflags & disable_contact)) {
     for (int i = 0; i < d.ncon; ++i) {
       if (d.con[i].exclude) continue;
-      n += d.con[i].dim == 1 ? 1 : 2 * (d.con[i].dim - 1);
+      const int dim = d.con[i].dim < 3 ? d.con[i].dim : 3;  // see make_constraint
+      n += dim == 1 ? 1 : 2 * (dim - 1);
     }
   }
   return n;
@@ -204,7 +205,10 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
       for (int k = 0; k < 3; ++k)
         for (int v = 0; v < nv; ++v) jac2[k][v] = jac2[k][v] - jac1[k][v];
       // rotate into the contact frame: jc[a] = sum_k frame[a][k] * (jac2 - jac1)[k]
-      const int nrot = c.dim > 1 ? 3 : 1;
+      // condim 4 and 6 (torsional and rolling friction) would need the rotational Jacobian: the
+      // generator refuses them; this bound only keeps a hand-made model inside the arrays
+      const int dim = c.dim < 3 ? c.dim : 3;
+      const int nrot = dim > 1 ? 3 : 1;
       for (int a = 0; a < nrot; ++a)
         for (int v = 0; v < nv; ++v)
           jc[a][v] = c.frame[3 * a] * jac2[0][v] + c.frame[3 * a + 1] * jac2[1][v] + c.frame[3 * a + 2] * jac2[2][v];
@@ -214,7 +218,7 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
       tran += m.body_invweight0[b2][0];
       rot += m.body_invweight0[b2][1];
       c.efc_address = r;
-      if (c.dim == 1) {
+      if (dim == 1) {
         for (int v = 0; v < nv; ++v) d.efc_J[r][v] = jc[0][v];
         d.efc_pos[r] = c.dist;
         d.efc_margin[r] = c.includemargin;
@@ -225,8 +229,8 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
         ++r;
         continue;
       }
-      const int nrows = 2 * (c.dim - 1);
-      for (int k = 1; k < c.dim; ++k) {
+      const int nrows = 2 * (dim - 1);
+      for (int k = 1; k < dim; ++k) {
         const Scalar f = c.friction[k - 1];
         const int a = r + 2 * (k - 1);
         for (int v = 0; v < nv; ++v) {
