@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    return rlk_example::with_env<rlk_example::classic_control>(
+    return rlk_example::with_env<rlk_example::classic_control_or_locomotion>(
         cl.run.env,
-        "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum); " + cl.run.env +
+        "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
+        "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5); " + cl.run.env +
             " is not one of them",
         [&](auto entry) {
           return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });

@@ -1,6 +1,7 @@
 // Trains a TD3 agent (rlkernels/algorithms/td3.hpp) on a continuous-action environment chosen by
-// its Gymnasium id (Pendulum-v1, MountainCarContinuous-v0), entirely in C++ on the chosen backend,
-// then evaluates the deterministic policy (the actor's action, no exploration noise) over 100 episodes.
+// its Gymnasium id (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, Hopper-v5, Walker2d-v5),
+// entirely in C++ on the chosen backend, then evaluates the deterministic policy (the actor's action,
+// no exploration noise) over 100 episodes.
 //
 //   train_td3 [--env ID] [--backend serial|openmp|cuda] [--seed S] [--total-steps N] [options]
 //
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::td3_preset);
     return rlk_example::with_env<rlk_example::continuous_actions>(
         cl.run.env,
-        "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0); " + cl.run.env +
+        "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "
+        "Hopper-v5, Walker2d-v5); " + cl.run.env +
             " is not one of them",
         [&](auto entry) {
           return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });

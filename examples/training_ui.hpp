@@ -56,12 +56,27 @@ struct classic_control<rlkernels::pendulum<S>> : std::true_type {};
 template <class S>
 struct classic_control<rlkernels::acrobot<S>> : std::true_type {};
 
+/// The MuJoCo locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5).
+template <class Env>
+struct mujoco_locomotion : std::false_type {};
+template <class S, bool E>
+struct mujoco_locomotion<rlkernels::half_cheetah<S, E>> : std::true_type {};
+template <class S, bool E>
+struct mujoco_locomotion<rlkernels::hopper<S, E>> : std::true_type {};
+template <class S, bool E>
+struct mujoco_locomotion<rlkernels::walker2d<S, E>> : std::true_type {};
+
+/// What PPO trains: the classic-control and the MuJoCo locomotion envs.
+template <class Env>
+struct classic_control_or_locomotion : std::bool_constant<classic_control<Env>::value || mujoco_locomotion<Env>::value> {};
+
 /// The classic-control envs with discrete actions (DQN).
 template <class Env>
 struct discrete_classic_control
     : std::bool_constant<classic_control<Env>::value && Env::action_space == rlkernels::action_kind::discrete> {};
 
-/// The envs with continuous actions (SAC, TD3).
+/// The envs with continuous actions (SAC, TD3): the continuous classic-control ones and the MuJoCo
+/// locomotion envs.
 template <class Env>
 struct continuous_actions : std::bool_constant<Env::action_space == rlkernels::action_kind::continuous> {};
 

@@ -94,6 +94,9 @@ def check_supported(m):
         refuse(f"<flag>: disable flags {opt.disableflags & ~SUPPORTED_DISABLE:#x} are not supported")
     if opt.enableflags & ~HARMLESS_ENABLE:
         refuse(f"<flag>: enable flags {opt.enableflags & ~HARMLESS_ENABLE:#x} (override, sleep, fwdinv, ...) are not supported")
+    if m.ntree > 1:
+        refuse(f"the model has {m.ntree} kinematic trees under the world body; the solver's tolerance scaling "
+               f"(one island) supports one")
     for b in range(m.nbody):
         if m.body_gravcomp[b]:
             refuse(f"body '{name_of(m, O.mjOBJ_BODY, b)}': gravcomp is not supported")
@@ -119,6 +122,8 @@ def check_supported(m):
             refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} (only plane, sphere, capsule)")
         if m.geom_condim[g] not in (1, 3):
             refuse(f"geom '{gn}': condim {m.geom_condim[g]} (only 1 and 3)")
+        if m.geom_adhesion[g]:
+            refuse(f"geom '{gn}': adhesion is not supported")
         if m.geom_fluid[g][0]:
             refuse(f"geom '{gn}': fluidshape is not supported")
     for a in range(m.nu):

@@ -52,6 +52,10 @@ cases = [
                           extra=""), "joint 'sticky'"),
     ("position servo", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
                             extra='<actuator><position name="servo" joint="j" kp="10"/></actuator>'), "actuator 'servo'"),
+    ("adhesion", dict(body='<joint type="hinge"/><geom name="sticky_ball" type="sphere" size=".1" adhesion="1"/>',
+                      extra=""), "geom 'sticky_ball'"),
+    ("two trees", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/></body><body name="c" pos="1 0 1">'
+                            '<joint type="hinge"/><geom type="sphere" size=".1"/>', extra=""), "kinematic trees"),
     ("tendon", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
                     extra='<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'), "tendon"),
     ("elliptic cone", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',

@@ -1,7 +1,8 @@
 // rlkernels/envs/registry.hpp
-// The bundled environments by their Gymnasium id ("CartPole-v1", "Pendulum-v1", "MinAtar/Breakout-v1",
-// ...), each with the parameters and time limit its reference registers for it, so programs can take the env name on
-// the command line: visit_env(id, visitor) calls the visitor with the env type and its settings.
+// The bundled environments by their Gymnasium id ("CartPole-v1", "Pendulum-v1", "Hopper-v5",
+// "MinAtar/Breakout-v1", ...), each with the parameters and time limit its reference registers for
+// it, so programs can take the env name on the command line: visit_env(id, visitor) calls the visitor
+// with the env type and its settings.
 #pragma once
 
 #include "../core/config.hpp"
@@ -16,6 +17,9 @@
 #include "grid/maze.hpp"
 #include "grid/snake.hpp"
 #include "mountain_car.hpp"
+#include "mujoco/half_cheetah.hpp"
+#include "mujoco/hopper.hpp"
+#include "mujoco/walker2d.hpp"
 #include "mountain_car_continuous.hpp"
 #include "pendulum.hpp"
 
@@ -97,6 +101,11 @@ void for_each_entry(F&& f) {
     return;
   if (f(make_entry<pendulum<Scalar>>("Pendulum-v1", "pendulum", {}, no_threshold))) return;
   if (f(make_entry<acrobot<Scalar>>("Acrobot-v1", "acrobot", {}, -100.0))) return;
+  // MuJoCo locomotion (Gymnasium's v5 envs on the rlkernels physics engine), with Gymnasium's
+  // time limit (1000 steps) and reward thresholds (Walker2d-v5 registers none).
+  if (f(make_entry<half_cheetah<Scalar>>("HalfCheetah-v5", "half_cheetah", {}, 4800.0))) return;
+  if (f(make_entry<hopper<Scalar>>("Hopper-v5", "hopper", {}, 3800.0))) return;
+  if (f(make_entry<walker2d<Scalar>>("Walker2d-v5", "walker2d", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
   // game's minimal set; no time limit (gymnax uses 1000 steps, 2500 for Freeway: set
   // params.max_episode_steps).

@@ -1,6 +1,7 @@
 // rlkernels/physics/collision.hpp
-// Narrow-phase collision over the model's fixed list of candidate pairs (MuJoCo's mj_collision for
-// planes, spheres and capsules). STUB: the interface only; the functions are being written.
+// Narrow-phase collision over the model's fixed list of candidate pairs: MuJoCo's mj_collision for
+// planes, spheres and capsules (its primitive colliders, margin/gap rules, contact-parameter mixing
+// and contact frames), one env per thread, no allocation.
 #pragma once
 
 #include "../core/config.hpp"
@@ -10,14 +11,302 @@
 
 namespace rlkernels {
 namespace physics {
+namespace detail {
 
-/// @brief Finds the contacts of the model's candidate pairs (d.ncon, d.con[]), from the geom
-/// frames of the position stage (d.geom_xpos, d.geom_xmat). Contacts are kept while
-/// dist < includemargin, in pair order, each with MuJoCo's mixed parameters.
+/// MuJoCo's mjMINVAL (the smallest denominator it accepts; the same in float and double builds).
+template <class S> RLK_INLINE S min_value() { return S(1e-15); }
+
+/// What a primitive collider returns per contact (MuJoCo's mjPreContact): the frame is completed
+/// later from the normal and an optional first tangent.
+template <class S>
+struct pre_contact {
+  S dist;
+  S pos[3];
+  S normal[3];
+  S tangent[3];
+};
+
+/// z axis (third column) of a row-major rotation matrix.
+template <class S> RLK_INLINE void mat_zaxis(S* r, const S* mat) { r[0] = mat[2]; r[1] = mat[5]; r[2] = mat[8]; }
+
+/// Plane (pos1, mat1: normal = z axis) against a sphere of radius r2 at pos2. At most 1 contact.
+template <class S>
+RLK_INLINE int collide_plane_sphere_raw(pre_contact<S>* con, S margin, const S* pos1, const S* mat1,
+                                        const S* pos2, S r2) {
+  mat_zaxis(con->normal, mat1);
+  S rel[3];
+  sub3(rel, pos2, pos1);
+  const S center_dist = dot3(rel, con->normal);
+  if (center_dist > margin + r2) return 0;
+  con->dist = center_dist - r2;
+  // the midpoint between the plane and the sphere's deepest point
+  S shift[3];
+  scale3(shift, con->normal, -con->dist / S(2) - r2);
+  add3(con->pos, pos2, shift);
+  con->tangent[0] = con->tangent[1] = con->tangent[2] = S(0);
+  return 1;
+}
+
+/// Sphere (pos1, r1) against sphere (pos2, r2); mat1/mat2 give the normal when the centres
+/// coincide (the cross product of their z axes, as MuJoCo). At most 1 contact.
+template <class S>
+RLK_INLINE int collide_sphere_sphere_raw(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
+                                         const S* pos2, const S* mat2, S r2) {
+  S dif[3];
+  sub3(dif, pos1, pos2);
+  const S dist_sqr = dot3(dif, dif);
+  const S reach = margin + r1 + r2;
+  if (dist_sqr > reach * reach) return 0;
+  con->dist = std::sqrt(dist_sqr) - r1 - r2;
+  sub3(con->normal, pos2, pos1);
+  const S len = normalize3(con->normal);
+  if (len < min_value<S>()) {
+    S z1[3], z2[3];
+    mat_zaxis(z1, mat1);
+    mat_zaxis(z2, mat2);
+    cross3(con->normal, z1, z2);
+    normalize3(con->normal);
+  }
+  scale3(con->pos, con->normal, r1 + con->dist / S(2));
+  con->pos[0] += pos1[0]; con->pos[1] += pos1[1]; con->pos[2] += pos1[2];
+  con->tangent[0] = con->tangent[1] = con->tangent[2] = S(0);
+  return 1;
+}
+
+template <class S> RLK_INLINE S clip(S x, S lo, S hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/// Plane against a capsule (radius size2[0], half length size2[1] along its z axis): the two end
+/// spheres, each contact's first tangent along the capsule axis. At most 2 contacts.
+template <class S>
+RLK_INLINE int collide_plane_capsule(pre_contact<S>* con, S margin, const S* pos1, const S* mat1,
+                                     const S* pos2, const S* mat2, const S* size2) {
+  S axis[3];
+  mat_zaxis(axis, mat2);
+  S segment[3];
+  scale3(segment, axis, size2[1]);
+  S end[3];
+  add3(end, pos2, segment);
+  const int n1 = collide_plane_sphere_raw(con, margin, pos1, mat1, end, size2[0]);
+  sub3(end, pos2, segment);
+  const int n2 = collide_plane_sphere_raw(con + n1, margin, pos1, mat1, end, size2[0]);
+  if (n1) copy3(con[0].tangent, axis);
+  if (n2) copy3(con[n1].tangent, axis);
+  return n1 + n2;
+}
+
+/// Sphere against a capsule: the sphere against the nearest point of the capsule's segment.
+template <class S>
+RLK_INLINE int collide_sphere_capsule(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
+                                      const S* pos2, const S* mat2, const S* size2) {
+  S axis[3];
+  mat_zaxis(axis, mat2);
+  S rel[3];
+  sub3(rel, pos1, pos2);
+  const S t = clip(dot3(axis, rel), -size2[1], size2[1]);
+  S nearest[3];
+  scale3(nearest, axis, t);
+  nearest[0] += pos2[0]; nearest[1] += pos2[1]; nearest[2] += pos2[2];
+  return collide_sphere_sphere_raw(con, margin, pos1, mat1, r1, nearest, mat2, size2[0]);
+}
+
+/// Point pos + axis*t (axis already scaled by the half length).
+template <class S> RLK_INLINE void segment_point(S* r, const S* pos, const S* axis, S t) {
+  scale3(r, axis, t);
+  r[0] += pos[0]; r[1] += pos[1]; r[2] += pos[2];
+}
+
+/// Capsule against capsule by the closest points of their segments (MuJoCo's parametrisation:
+/// points pos + t*half_axis, t in [-1, 1]); nearly parallel axes: up to 2 contacts from the end
+/// points, tried in MuJoCo's order.
+template <class S>
+RLK_INLINE int collide_capsule_capsule(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, const S* size1,
+                                       const S* pos2, const S* mat2, const S* size2) {
+  S a1[3] = {mat1[2] * size1[1], mat1[5] * size1[1], mat1[8] * size1[1]};
+  S a2[3] = {mat2[2] * size2[1], mat2[5] * size2[1], mat2[8] * size2[1]};
+  S dif[3];
+  sub3(dif, pos1, pos2);
+  // normal equations of min |pos1 + x1 a1 - pos2 - x2 a2|^2
+  const S ma = dot3(a1, a1);
+  const S mb = -dot3(a1, a2);
+  const S mc = dot3(a2, a2);
+  const S u = -dot3(a1, dif);
+  const S v = dot3(a2, dif);
+  const S det = ma * mc - mb * mb;
+  S p1[3], p2[3];
+  if (std::fabs(det) >= min_value<S>()) {
+    S x1 = (mc * u - mb * v) / det;
+    S x2 = (ma * v - mb * u) / det;
+    if (x1 > S(1)) {
+      x1 = S(1);
+      x2 = (v - mb) / mc;
+    } else if (x1 < S(-1)) {
+      x1 = S(-1);
+      x2 = (v + mb) / mc;
+    }
+    if (x2 > S(1)) {
+      x2 = S(1);
+      x1 = clip((u - mb) / ma, S(-1), S(1));
+    } else if (x2 < S(-1)) {
+      x2 = S(-1);
+      x1 = clip((u + mb) / ma, S(-1), S(1));
+    }
+    segment_point(p1, pos1, a1, x1);
+    segment_point(p2, pos2, a2, x2);
+    return collide_sphere_sphere_raw(con, margin, p1, mat1, size1[0], p2, mat2, size2[0]);
+  }
+  // parallel: the ends of segment 1 against segment 2, then (if fewer than 2) the ends of segment 2
+  add3(p1, pos1, a1);
+  segment_point(p2, pos2, a2, clip((v - mb) / mc, S(-1), S(1)));
+  int n = collide_sphere_sphere_raw(con, margin, p1, mat1, size1[0], p2, mat2, size2[0]);
+  sub3(p1, pos1, a1);
+  segment_point(p2, pos2, a2, clip((v + mb) / mc, S(-1), S(1)));
+  n += collide_sphere_sphere_raw(con + n, margin, p1, mat1, size1[0], p2, mat2, size2[0]);
+  if (n >= 2) return n;
+  add3(p2, pos2, a2);
+  segment_point(p1, pos1, a1, clip((u - mb) / ma, S(-1), S(1)));
+  n += collide_sphere_sphere_raw(con + n, margin, p1, mat1, size1[0], p2, mat2, size2[0]);
+  if (n >= 2) return n;
+  sub3(p2, pos2, a2);
+  segment_point(p1, pos1, a1, clip((u + mb) / ma, S(-1), S(1)));
+  n += collide_sphere_sphere_raw(con + n, margin, p1, mat1, size1[0], p2, mat2, size2[0]);
+  return n;
+}
+
+/// Completes a contact frame from its normal (row 0) and optional tangent (row 1), as MuJoCo's
+/// mju_makeFrame: an unset tangent becomes (0,1,0), or (0,0,1) when the normal is close to y.
+template <class S> RLK_INLINE void make_contact_frame(S* frame) {
+  normalize3(frame);
+  S* t1 = frame + 3;
+  if (dot3(t1, t1) < S(0.25)) {
+    t1[0] = t1[1] = t1[2] = S(0);
+    if (frame[1] < S(0.5) && frame[1] > S(-0.5)) {
+      t1[1] = S(1);
+    } else {
+      t1[2] = S(1);
+    }
+  }
+  S proj[3];
+  scale3(proj, frame, dot3(frame, t1));
+  t1[0] -= proj[0]; t1[1] -= proj[1]; t1[2] -= proj[2];
+  normalize3(t1);
+  cross3(frame + 6, frame, t1);
+}
+
+/// The mixed contact parameters of two geoms (MuJoCo's mj_contactParam without pairs or flexes;
+/// adhesion is not supported: the generator refuses it).
+template <class Scalar, class Dims>
+RLK_INLINE void contact_params(const model<Scalar, Dims>& m, int g1, int g2, contact<Scalar>& c) {
+  Scalar fri[3];
+  const int p1 = m.geom_priority[g1], p2 = m.geom_priority[g2];
+  if (p1 != p2) {
+    const int g = p1 > p2 ? g1 : g2;
+    c.dim = m.geom_condim[g];
+    for (int i = 0; i < 2; ++i) c.solref[i] = m.geom_solref[g][i];
+    for (int i = 0; i < 5; ++i) c.solimp[i] = m.geom_solimp[g][i];
+    for (int i = 0; i < 3; ++i) fri[i] = m.geom_friction[g][i];
+  } else {
+    c.dim = m.geom_condim[g1] > m.geom_condim[g2] ? m.geom_condim[g1] : m.geom_condim[g2];
+    const Scalar s1 = m.geom_solmix[g1], s2 = m.geom_solmix[g2];
+    const Scalar tiny = min_value<Scalar>();
+    Scalar mix;
+    if (s1 >= tiny && s2 >= tiny) {
+      mix = s1 / (s1 + s2);
+    } else if (s1 < tiny && s2 < tiny) {
+      mix = Scalar(0.5);
+    } else if (s1 < tiny) {
+      mix = Scalar(0);
+    } else {
+      mix = Scalar(1);
+    }
+    const Scalar* r1 = m.geom_solref[g1];
+    const Scalar* r2 = m.geom_solref[g2];
+    if (r1[0] > Scalar(0) && r2[0] > Scalar(0)) {
+      for (int i = 0; i < 2; ++i) c.solref[i] = mix * r1[i] + (Scalar(1) - mix) * r2[i];
+    } else {  // direct (negative) references: the smaller
+      for (int i = 0; i < 2; ++i) c.solref[i] = r1[i] < r2[i] ? r1[i] : r2[i];
+    }
+    for (int i = 0; i < 5; ++i) c.solimp[i] = mix * m.geom_solimp[g1][i] + (Scalar(1) - mix) * m.geom_solimp[g2][i];
+    for (int i = 0; i < 3; ++i) {
+      const Scalar f1 = m.geom_friction[g1][i], f2 = m.geom_friction[g2][i];
+      fri[i] = f1 > f2 ? f1 : f2;
+    }
+  }
+  // 5-D friction (tangent, tangent, spin, roll, roll), each at least MuJoCo's mjMINMU
+  const Scalar f5[5] = {fri[0], fri[0], fri[1], fri[2], fri[2]};
+  for (int i = 0; i < 5; ++i) c.friction[i] = f5[i] > Scalar(1e-5) ? f5[i] : Scalar(1e-5);
+}
+
+/// Runs the collider for geom types t1 <= t2; returns the number of pre-contacts (<= 2).
+template <class Scalar, class Dims>
+RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, int g1, int g2,
+                            Scalar margin, pre_contact<Scalar>* pc) {
+  const geom_type t1 = m.geom_type_[g1], t2 = m.geom_type_[g2];
+  const Scalar* pos1 = d.geom_xpos[g1];
+  const Scalar* mat1 = d.geom_xmat[g1];
+  const Scalar* pos2 = d.geom_xpos[g2];
+  const Scalar* mat2 = d.geom_xmat[g2];
+  if (t1 == geom_type::plane) {
+    if (t2 == geom_type::sphere) return collide_plane_sphere_raw(pc, margin, pos1, mat1, pos2, m.geom_size[g2][0]);
+    if (t2 == geom_type::capsule) return collide_plane_capsule(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
+    return 0;  // plane-plane: MuJoCo has no collider
+  }
+  if (t1 == geom_type::sphere) {
+    if (t2 == geom_type::sphere)
+      return collide_sphere_sphere_raw(pc, margin, pos1, mat1, m.geom_size[g1][0], pos2, mat2, m.geom_size[g2][0]);
+    if (t2 == geom_type::capsule)
+      return collide_sphere_capsule(pc, margin, pos1, mat1, m.geom_size[g1][0], pos2, mat2, m.geom_size[g2]);
+    return 0;
+  }
+  if (t1 == geom_type::capsule && t2 == geom_type::capsule)
+    return collide_capsule_capsule(pc, margin, pos1, mat1, m.geom_size[g1], pos2, mat2, m.geom_size[g2]);
+  return 0;
+}
+
+}  // namespace detail
+
+/// @brief Finds the contacts of the model's candidate pairs (d.ncon, d.con[]) from the geom frames
+/// of the position stage (d.geom_xpos, d.geom_xmat), as MuJoCo's mj_collision: each pair is
+/// tested with margin + gap (the sums over its two geoms), its contacts get includemargin = the
+/// summed margin, exclude = (dist >= includemargin), the mixed parameters (priority, condim max,
+/// solmix-weighted solref/solimp, friction max) and MuJoCo's frame (normal from geom1 to geom2,
+/// then the tangents). Contacts are packed in pair order (the model's pair order is MuJoCo's;
+/// pair_maxcon/pair_conadr only size the slots); excluded ones are kept (as in mjData)
+/// but make no constraint rows. Sets warning_contact_full if the slots would overflow.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void collide(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
-  (void)m;
   d.ncon = 0;
+  if (m.disableflags & (disable_constraint | disable_contact)) return;
+  for (int p = 0; p < Dims::npair; ++p) {
+    int g1 = m.pair_geom1[p], g2 = m.pair_geom2[p];
+    if (static_cast<int>(m.geom_type_[g1]) > static_cast<int>(m.geom_type_[g2])) {  // MuJoCo orders by type
+      const int t = g1; g1 = g2; g2 = t;
+    }
+    const Scalar margin = m.geom_margin[g1] + m.geom_margin[g2];
+    const Scalar gap = m.geom_gap[g1] + m.geom_gap[g2];
+    detail::pre_contact<Scalar> pc[2];
+    const int n = detail::narrow_phase(m, d, g1, g2, margin + gap, pc);
+    if (n == 0) continue;
+    if (d.ncon + n > Dims::ncon) {
+      d.warning |= warning_contact_full;
+      return;
+    }
+    for (int j = 0; j < n; ++j) {
+      contact<Scalar>& c = d.con[d.ncon++];
+      c.dist = pc[j].dist;
+      detail::copy3(c.pos, pc[j].pos);
+      detail::copy3(c.frame, pc[j].normal);
+      detail::copy3(c.frame + 3, pc[j].tangent);
+      c.frame[6] = c.frame[7] = c.frame[8] = Scalar(0);
+      c.geom1 = g1;
+      c.geom2 = g2;
+      detail::contact_params(m, g1, g2, c);
+      c.includemargin = margin;
+      c.exclude = c.dist >= margin ? 1 : 0;
+      detail::make_contact_frame(c.frame);
+      c.efc_address = -1;
+      c.mu = Scalar(0);
+    }
+  }
 }
 
 }  // namespace physics

@@ -1,33 +1,275 @@
 // rlkernels/physics/constraint.hpp
-// Constraint rows (joint limits, then contacts with the pyramidal friction cone) and MuJoCo's soft
-// constraint parameters (solref, solimp, diagApprox from invweight0). STUB: interface only.
+// Constraint rows (joint limits, then contacts: frictionless or with the pyramidal friction cone)
+// and MuJoCo's soft-constraint parameters: Jacobians as mj_jac, diagApprox from invweight0,
+// impedance from solimp, stiffness/damping from solref (mj_makeConstraint, mj_makeImpedance,
+// mj_referenceConstraint for the supported subset; dense Jacobian, as MuJoCo uses for nv < 60).
 #pragma once
 
 #include "../core/config.hpp"
+#include "collision.hpp"
 #include "data.hpp"
 #include "math.hpp"
 #include "model.hpp"
 
 namespace rlkernels {
 namespace physics {
+namespace detail {
 
-/// @brief Builds the constraint rows of the position stage (MuJoCo's mj_makeConstraint and the
-/// position-dependent part of its impedance): d.nl, d.nefc, efc_type, efc_id, efc_J, efc_pos,
-/// efc_margin, efc_diagApprox, efc_KBIP, efc_R, efc_D. Needs the kinematics (cdof, subtree_com,
-/// xanchor) and the contacts (collide). Sets warning_efc_full and makes no rows if they do not fit.
+/// Translational Jacobian (3 x nv, row-major, jacp[k][dof]) of a point fixed to a body, as mj_jac:
+/// column j = cdof_lin + cdof_ang x (point - subtree_com of the body's root), along the dof chain.
 template <class Scalar, class Dims>
-RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
-  (void)m;
-  d.nl = 0;
-  d.nefc = 0;
+RLK_INLINE void point_jacobian(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const Scalar* point,
+                               int body, Scalar (*jacp)[Dims::nv]) {
+  constexpr int nv = Dims::nv;
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < nv; ++j) jacp[k][j] = Scalar(0);
+  Scalar offset[3];
+  sub3(offset, point, d.subtree_com[m.body_rootid[body]]);
+  const int weld = m.body_weldid[body];
+  if (m.body_dofnum[weld] == 0) return;
+  for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i]) {
+    const Scalar* cdof = d.cdof[i];
+    Scalar rot[3];
+    cross3(rot, cdof, offset);
+    jacp[0][i] = cdof[3] + rot[0];
+    jacp[1][i] = cdof[4] + rot[1];
+    jacp[2][i] = cdof[5] + rot[2];
+  }
 }
 
-/// @brief The velocity-stage part (MuJoCo's mj_referenceConstraint): efc_vel = J qvel and the
-/// reference acceleration efc_aref.
+/// a^b with MuJoCo's shortcuts for b = 1 and b = 2 (bit-identical results in the common cases).
+template <class S> RLK_INLINE S solimp_power(S a, S b) {
+  if (b == S(1)) return a;
+  if (b == S(2)) return a * a;
+  return std::pow(a, b);
+}
+
+/// Impedance and its derivative at violation pos - margin (MuJoCo's getimpedance).
+template <class S>
+RLK_INLINE void impedance(const S* solimp, S pos, S margin, S& imp, S& imp_deriv) {
+  if (solimp[0] == solimp[1] || solimp[2] <= min_value<S>()) {
+    imp = S(0.5) * (solimp[0] + solimp[1]);
+    imp_deriv = S(0);
+    return;
+  }
+  S x = (pos - margin) / solimp[2];
+  S sgn = S(1);
+  if (x < S(0)) {
+    x = -x;
+    sgn = S(-1);
+  }
+  if (x >= S(1) || x <= S(0)) {
+    imp = x >= S(1) ? solimp[1] : solimp[0];
+    imp_deriv = S(0);
+    return;
+  }
+  S y, dy;
+  if (solimp[4] == S(1)) {
+    y = x;
+    dy = S(1);
+  } else if (x <= solimp[3]) {
+    const S a = S(1) / solimp_power(solimp[3], solimp[4] - S(1));
+    y = a * solimp_power(x, solimp[4]);
+    dy = solimp[4] * a * solimp_power(x, solimp[4] - S(1));
+  } else {
+    const S b = S(1) / solimp_power(S(1) - solimp[3], solimp[4] - S(1));
+    y = S(1) - b * solimp_power(S(1) - x, solimp[4]);
+    dy = solimp[4] * b * solimp_power(S(1) - x, solimp[4] - S(1));
+  }
+  imp = solimp[0] + y * (solimp[1] - solimp[0]);
+  imp_deriv = dy * sgn * (solimp[1] - solimp[0]) / solimp[2];
+}
+
+template <class S> RLK_INLINE S max_s(S a, S b) { return a > b ? a : b; }
+template <class S> RLK_INLINE S min_s(S a, S b) { return a < b ? a : b; }
+
+/// R, KBIP of `count` rows starting at `row` that share one solref/solimp and position (one limit
+/// side, one frictionless contact, or all rows of one pyramid), as mj_makeImpedance's first loop.
+template <class Scalar, class Dims>
+RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, int row, int count,
+                              const Scalar* solref_in, const Scalar* solimp_in) {
+  Scalar ref[2] = {solref_in[0], solref_in[1]};
+  Scalar imp_p[5];
+  for (int i = 0; i < 5; ++i) imp_p[i] = solimp_in[i];
+  // standard (both > 0) and direct (both <= 0) references cannot mix: MuJoCo's default then
+  if ((ref[0] > Scalar(0)) != (ref[1] > Scalar(0))) {
+    ref[0] = Scalar(0.02);
+    ref[1] = Scalar(1);
+  }
+  if (!(m.disableflags & disable_refsafe) && ref[0] > Scalar(0)) ref[0] = max_s(ref[0], Scalar(2) * m.timestep);
+  const Scalar lo = Scalar(0.0001), hi = Scalar(0.9999);  // mjMINIMP, mjMAXIMP
+  imp_p[0] = min_s(hi, max_s(lo, imp_p[0]));
+  imp_p[1] = min_s(hi, max_s(lo, imp_p[1]));
+  imp_p[2] = max_s(Scalar(0), imp_p[2]);
+  imp_p[3] = min_s(hi, max_s(lo, imp_p[3]));
+  imp_p[4] = max_s(Scalar(1), imp_p[4]);
+  Scalar imp, imp_deriv;
+  impedance(imp_p, d.efc_pos[row], d.efc_margin[row], imp, imp_deriv);
+  const Scalar tiny = min_value<Scalar>();
+  const Scalar dmax2 = imp_p[1] * imp_p[1];
+  for (int j = row; j < row + count; ++j) {
+    d.efc_R[j] = max_s(tiny, (Scalar(1) - imp) * d.efc_diagApprox[j] / imp);
+    if (ref[0] > Scalar(0)) {
+      d.efc_KBIP[j][0] = Scalar(1) / max_s(tiny, dmax2 * ref[0] * ref[0] * ref[1] * ref[1]);
+    } else {
+      d.efc_KBIP[j][0] = -ref[0] / max_s(tiny, dmax2);
+    }
+    if (ref[1] > Scalar(0)) {
+      d.efc_KBIP[j][1] = Scalar(2) / max_s(tiny, imp_p[1] * ref[0]);
+    } else {
+      d.efc_KBIP[j][1] = -ref[1] / max_s(tiny, imp_p[1]);
+    }
+    d.efc_KBIP[j][2] = imp;
+    d.efc_KBIP[j][3] = imp_deriv;
+  }
+}
+
+/// Rows the current limits and contacts need (to check the slots before writing any).
+template <class Scalar, class Dims>
+RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d) {
+  int n = 0;
+  if (!(m.disableflags & disable_limit)) {
+    for (int j = 0; j < Dims::njnt; ++j) {
+      if (!m.jnt_limited[j]) continue;
+      const Scalar q = d.qpos[m.jnt_qposadr[j]];
+      if (q - m.jnt_range[j][0] < m.jnt_margin[j]) ++n;
+      if (m.jnt_range[j][1] - q < m.jnt_margin[j]) ++n;
+    }
+  }
+  if (!(m.disableflags & disable_contact)) {
+    for (int i = 0; i < d.ncon; ++i) {
+      if (d.con[i].exclude) continue;
+      const int dim = d.con[i].dim < 3 ? d.con[i].dim : 3;  // see make_constraint
+      n += dim == 1 ? 1 : 2 * (dim - 1);
+    }
+  }
+  return n;
+}
+
+}  // namespace detail
+
+/// @brief Builds the constraint rows of the position stage (MuJoCo's mj_makeConstraint with
+/// mj_diagApprox and mj_makeImpedance): d.nl, d.nefc, efc_type, efc_id, efc_J, efc_pos,
+/// efc_margin, efc_diagApprox (MuJoCo's efc_diagA: after the call R = (1-imp)/imp * diagApprox,
+/// as MuJoCo leaves it), efc_KBIP, efc_R, efc_D, and each contact's efc_address and mu.
+/// Rows: joint limits (each limited hinge/slide: lower side then upper side, active while
+/// dist < jnt_margin), then the non-excluded contacts in order (condim 1: one frictionless row;
+/// condim 3: 4 pyramid edges J_n + mu_k J_tk, J_n - mu_k J_tk for k = 1, 2).
+/// Needs the kinematics (cdof, subtree_com) and the contacts (collide). If the rows do not fit in
+/// the model's nefc slots, sets warning_efc_full and makes none.
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  constexpr int nv = Dims::nv;
+  d.nl = 0;
+  d.nefc = 0;
+  for (int i = 0; i < d.ncon; ++i) {
+    d.con[i].efc_address = -1;
+    d.con[i].mu = Scalar(0);
+  }
+  if (m.disableflags & disable_constraint) return;
+  if (detail::count_rows(m, d) > Dims::nefc) {
+    d.warning |= warning_efc_full;
+    return;
+  }
+  int r = 0;
+  // ---- joint limits ----
+  if (!(m.disableflags & disable_limit)) {
+    for (int j = 0; j < Dims::njnt; ++j) {
+      if (!m.jnt_limited[j]) continue;
+      const Scalar q = d.qpos[m.jnt_qposadr[j]];
+      for (int side = -1; side <= 1; side += 2) {
+        const Scalar dist = side < 0 ? q - m.jnt_range[j][0] : m.jnt_range[j][1] - q;
+        if (!(dist < m.jnt_margin[j])) continue;
+        for (int k = 0; k < nv; ++k) d.efc_J[r][k] = Scalar(0);
+        d.efc_J[r][m.jnt_dofadr[j]] = Scalar(-side);
+        d.efc_pos[r] = dist;
+        d.efc_margin[r] = m.jnt_margin[j];
+        d.efc_type[r] = static_cast<int>(constraint_type::limit_joint);
+        d.efc_id[r] = j;
+        d.efc_diagApprox[r] = m.dof_invweight0[m.jnt_dofadr[j]];
+        detail::row_impedance(m, d, r, 1, m.jnt_solref[j], m.jnt_solimp[j]);
+        ++r;
+      }
+    }
+  }
+  d.nl = r;
+  // ---- contacts ----
+  if (!(m.disableflags & disable_contact)) {
+    for (int i = 0; i < d.ncon; ++i) {
+      contact<Scalar>& c = d.con[i];
+      if (c.exclude) continue;
+      const int b1 = m.geom_bodyid[c.geom1], b2 = m.geom_bodyid[c.geom2];
+      Scalar jac1[3][nv], jac2[3][nv], jc[3][nv];
+      detail::point_jacobian(m, d, c.pos, b1, jac1);
+      detail::point_jacobian(m, d, c.pos, b2, jac2);
+      for (int k = 0; k < 3; ++k)
+        for (int v = 0; v < nv; ++v) jac2[k][v] = jac2[k][v] - jac1[k][v];
+      // rotate into the contact frame: jc[a] = sum_k frame[a][k] * (jac2 - jac1)[k]
+      // condim 4 and 6 (torsional and rolling friction) would need the rotational Jacobian: the
+      // generator refuses them; this bound only keeps a hand-made model inside the arrays
+      const int dim = c.dim < 3 ? c.dim : 3;
+      const int nrot = dim > 1 ? 3 : 1;
+      for (int a = 0; a < nrot; ++a)
+        for (int v = 0; v < nv; ++v)
+          jc[a][v] = c.frame[3 * a] * jac2[0][v] + c.frame[3 * a + 1] * jac2[1][v] + c.frame[3 * a + 2] * jac2[2][v];
+      Scalar tran = Scalar(0), rot = Scalar(0);
+      tran += m.body_invweight0[b1][0];
+      rot += m.body_invweight0[b1][1];
+      tran += m.body_invweight0[b2][0];
+      rot += m.body_invweight0[b2][1];
+      c.efc_address = r;
+      if (dim == 1) {
+        for (int v = 0; v < nv; ++v) d.efc_J[r][v] = jc[0][v];
+        d.efc_pos[r] = c.dist;
+        d.efc_margin[r] = c.includemargin;
+        d.efc_type[r] = static_cast<int>(constraint_type::contact_frictionless);
+        d.efc_id[r] = i;
+        d.efc_diagApprox[r] = tran;
+        detail::row_impedance(m, d, r, 1, c.solref, c.solimp);
+        ++r;
+        continue;
+      }
+      const int nrows = 2 * (dim - 1);
+      for (int k = 1; k < dim; ++k) {
+        const Scalar f = c.friction[k - 1];
+        const int a = r + 2 * (k - 1);
+        for (int v = 0; v < nv; ++v) {
+          d.efc_J[a][v] = jc[0][v] + jc[k][v] * f;
+          d.efc_J[a + 1][v] = jc[0][v] + jc[k][v] * (-f);
+        }
+        d.efc_diagApprox[a] = d.efc_diagApprox[a + 1] = tran + f * f * (k - 1 < 2 ? tran : rot);
+      }
+      for (int a = r; a < r + nrows; ++a) {
+        d.efc_pos[a] = c.dist;
+        d.efc_margin[a] = c.includemargin;
+        d.efc_type[a] = static_cast<int>(constraint_type::contact_pyramidal);
+        d.efc_id[a] = i;
+      }
+      detail::row_impedance(m, d, r, nrows, c.solref, c.solimp);
+      // the pyramid's common regularizer: R1 = R0/impratio, mu = friction*sqrt(R1/R0), R = 2 mu^2 R0
+      const Scalar r1 = d.efc_R[r] / detail::max_s(detail::min_value<Scalar>(), m.impratio);
+      c.mu = c.friction[0] * std::sqrt(r1 / d.efc_R[r]);
+      const Scalar rpy = Scalar(2) * c.mu * c.mu * d.efc_R[r];
+      for (int a = r; a < r + nrows; ++a) d.efc_R[a] = rpy;
+      r += nrows;
+    }
+  }
+  d.nefc = r;
+  for (int i = 0; i < r; ++i) {
+    d.efc_D[i] = Scalar(1) / d.efc_R[i];
+    d.efc_diagApprox[i] = d.efc_R[i] * d.efc_KBIP[i][2] / (Scalar(1) - d.efc_KBIP[i][2]);
+  }
+}
+
+/// @brief The velocity-stage part (MuJoCo's mj_referenceConstraint for the supported rows):
+/// efc_vel = J qvel and the reference acceleration efc_aref = -B vel - K I (pos - margin).
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void reference_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   (void)m;
-  (void)d;
+  for (int i = 0; i < d.nefc; ++i) {
+    d.efc_vel[i] = detail::mj_dot(d.efc_J[i], d.qvel, Dims::nv);
+    d.efc_aref[i] = -d.efc_KBIP[i][1] * d.efc_vel[i] - d.efc_KBIP[i][0] * d.efc_KBIP[i][2] * (d.efc_pos[i] - d.efc_margin[i]);
+  }
 }
 
 }  // namespace physics

@@ -17,12 +17,14 @@ struct contact {
   Scalar dist;           ///< signed distance (negative: penetration)
   Scalar pos[3];         ///< position (midpoint between the surfaces)
   Scalar frame[9];       ///< rows: normal (from geom1 to geom2), then two tangents
-  Scalar includemargin;  ///< margin - gap: the contact makes rows while dist < includemargin
+  Scalar includemargin;  ///< the sum of the two geoms' margins: the contact makes rows while dist < includemargin
+                         ///< (MuJoCo 3.12: the gaps only widen detection, to margin + gap)
   Scalar friction[5];    ///< mixed friction (tangent1, tangent2, spin, roll1, roll2)
   Scalar solref[2];      ///< mixed solref
   Scalar solimp[5];      ///< mixed solimp
-  Scalar mu;             ///< friction of the pyramid (friction[0])
+  Scalar mu;             ///< friction of the regularized cone, friction[0]*sqrt(1/impratio) (set by make_constraint, as mj_makeImpedance does)
   int dim;               ///< condim (1 or 3)
+  int exclude;           ///< 1 if dist >= includemargin (in the gap: the contact makes no rows), else 0
   int geom1, geom2;      ///< the geoms (as in the pair)
   int efc_address;       ///< first constraint row, -1 if none
 };
@@ -110,6 +112,7 @@ struct data {
   Scalar qfrc_constraint[nv];     ///< J^T efc_force
   Scalar qacc[nv];                ///< acceleration
   int solver_niter;               ///< Newton iterations of the last solve
+  int solver_neval;               ///< line-search cost evaluations of those iterations (the sum of MuJoCo's solver[i].neval)
 };
 
 }  // namespace physics

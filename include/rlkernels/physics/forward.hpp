@@ -51,6 +51,7 @@ RLK_HOST_DEVICE void forward_pass(const model<S, D>& m, data<S, D>& d) {
       d.qacc[i] = d.qacc_smooth[i];
     }
     d.solver_niter = 0;
+    d.solver_neval = 0;
   }
 }
 

@@ -22,8 +22,12 @@ enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
 
-/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones).
-enum class constraint_type : int { limit_joint = 3, contact_pyramidal = 5 };
+/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: joint limits,
+/// condim-1 contacts, and condim >= 3 contacts with the pyramidal cone).
+enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
+
+/// Constraint row states, numbered as MuJoCo's mjtConstraintState (the ones the supported rows take).
+enum constraint_state : int { state_satisfied = 0, state_quadratic = 1 };
 
 /// Bits of model::disableflags, numbered as MuJoCo's mjtDisableBit (the ones the engine honours).
 enum disable_bits : int {
@@ -34,10 +38,12 @@ enum disable_bits : int {
   disable_damper = 1 << 6,      ///< dof dampers (passive, and Euler's implicit damping)
   disable_gravity = 1 << 7,     ///< gravity (the base acceleration of the bias forces)
   disable_clampctrl = 1 << 8,   ///< clamping ctrl to ctrlrange
-  disable_warmstart = 1 << 9,   ///< the solver's warm start
+  disable_warmstart = 1 << 9,   ///< the solver's warm start (it starts from qacc_smooth)
   disable_actuation = 1 << 11,  ///< actuator forces
+  disable_refsafe = 1 << 12,    ///< raising a standard solref[0] to at least 2*timestep
   disable_eulerdamp = 1 << 15,  ///< Euler's implicit treatment of damping
-  disable_autoreset = 1 << 16   ///< resetting the data on a bad qpos/qvel/qacc
+  disable_autoreset = 1 << 16,  ///< resetting the data on a bad qpos/qvel/qacc
+  disable_island = 1 << 18      ///< constraint islands (the solver then scales its tolerances by meaninertia*nv, not the island's trace of M)
 };
 
 /// MuJoCo's mjtSameFrame: how a frame relates to its body's frames (the kinematics copy instead

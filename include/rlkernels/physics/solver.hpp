@@ -1,30 +1,432 @@
 // rlkernels/physics/solver.hpp
-// MuJoCo's primal Newton solver for the soft constraints, with its exact line search and warm start
-// (mj_fwdConstraint + mj_solNewton). STUB: interface only.
+// MuJoCo's primal Newton solver for the soft constraints (mj_fwdConstraint's warm start and
+// mj_solNewton for limits, frictionless contacts and the pyramidal cone): the convex cost
+// 0.5 (a - a0)' M (a - a0) + sum over active rows 0.5 D (J a - aref)^2, Newton directions from
+// H = M + J' D J (dense Cholesky), MuJoCo's exact line search and stopping rules.
 #pragma once
 
 #include "../core/config.hpp"
+#include "collision.hpp"
 #include "data.hpp"
 #include "math.hpp"
 #include "model.hpp"
+#include "smooth.hpp"
 
 namespace rlkernels {
 namespace physics {
+namespace detail {
 
-/// @brief Solves for the constrained acceleration (MuJoCo's mj_fwdConstraint): chooses the warm
-/// start (qacc_warmstart or qacc_smooth, whichever costs less), runs Newton with the model's
-/// iterations, tolerance, ls_iterations and ls_tolerance, and writes d.qacc, d.efc_force,
-/// d.efc_state, d.qfrc_constraint and d.solver_niter. Without rows: qacc = qacc_smooth.
-/// Needs qM and its factor qLD, qfrc_smooth, qacc_smooth and the rows (make_constraint,
-/// reference_constraint).
+/// In-place dense Cholesky of the lower triangle of A (n x n, row stride N), as MuJoCo's
+/// mju_cholFactor: a pivot below mindiag is replaced by mindiag and its column cleared.
+/// Returns the rank (n unless pivots were replaced).
+template <class S, int N>
+RLK_INLINE int solver_cholesky(S (*A)[N], int n, S mindiag) {
+  int rank = n;
+  for (int j = 0; j < n; ++j) {
+    S t = A[j][j];
+    if (j) t -= mj_dot(A[j], A[j], j);
+    const bool deficient = t < mindiag;
+    if (deficient) {
+      t = mindiag;
+      --rank;
+    }
+    A[j][j] = std::sqrt(t);
+    if (deficient) {
+      for (int i = j + 1; i < n; ++i) A[i][j] = S(0);
+    } else {
+      const S inv = S(1) / A[j][j];
+      for (int i = j + 1; i < n; ++i) A[i][j] = (A[i][j] - mj_dot(A[i], A[j], j)) * inv;
+    }
+  }
+  return rank;
+}
+
+/// x = (L L')^-1 b with L the lower triangle of a factor from solver_cholesky (x may alias b).
+template <class S, int N>
+RLK_INLINE void solver_cholesky_solve(S* x, const S (*L)[N], const S* b, int n) {
+  for (int i = 0; i < n; ++i) x[i] = b[i];
+  for (int i = 0; i < n; ++i) {
+    if (i) x[i] -= mj_dot(L[i], x, i);
+    x[i] /= L[i][i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    S s = x[i];
+    for (int k = i + 1; k < n; ++k) s -= L[k][i] * x[k];
+    x[i] = s / L[i][i];
+  }
+}
+
+template <class S> RLK_INLINE S dot_n(const S* a, const S* b, int n) { return mj_dot(a, b, n); }
+
+/// Forces, states and constraint cost of the rows at jar = J a - aref (mj_constraintUpdate for
+/// inequality rows: a row with jar < 0 is quadratic, force -D jar; otherwise satisfied, no force).
+template <class Scalar, class Dims>
+RLK_INLINE Scalar update_rows(data<Scalar, Dims>& d, const Scalar* jar) {
+  Scalar cost = Scalar(0);
+  for (int i = 0; i < d.nefc; ++i) {
+    if (jar[i] >= Scalar(0)) {
+      d.efc_force[i] = Scalar(0);
+      d.efc_state[i] = state_satisfied;
+    } else {
+      d.efc_force[i] = -d.efc_D[i] * jar[i];
+      cost += Scalar(0.5) * d.efc_D[i] * jar[i] * jar[i];
+      d.efc_state[i] = state_quadratic;
+    }
+  }
+  return cost;
+}
+
+/// r = M v (M = d.qM, dense symmetric), in the order of MuJoCo's mju_mulSymVecSparse over the
+/// lower triangle (the entries outside the tree's sparsity are exact zeros and add nothing).
+template <class Scalar, class Dims>
+RLK_INLINE void mul_M(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
+  for (int i = 0; i < Dims::nv; ++i) {
+    r[i] = d.qM[i][i] * v[i];
+    for (int j = i - 1; j >= 0; --j) {
+      r[i] += d.qM[i][j] * v[j];
+      r[j] += d.qM[i][j] * v[i];
+    }
+  }
+}
+
+/// r = J v over the current rows.
+template <class Scalar, class Dims>
+RLK_INLINE void mul_J(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
+  for (int i = 0; i < d.nefc; ++i) r[i] = mj_dot(d.efc_J[i], v, Dims::nv);
+}
+
+/// One point of the line search: step alpha, cost change from alpha = 0, first and second derivative.
+template <class S>
+struct ls_point {
+  S alpha;
+  S cost;
+  S deriv[2];
+};
+
+/// The state of one Newton solve (one island: the supported models have one kinematic tree).
+template <class Scalar, class Dims>
+struct newton_context {
+  static constexpr int nv = Dims::nv;
+  static constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  Scalar Ma[nv];              // M qacc
+  Scalar Jaref[nefc_];        // J qacc - aref
+  Scalar grad[nv];            // M qacc - qfrc_smooth - qfrc_constraint
+  Scalar Mgrad[nv];           // H^-1 grad (or M^-1 grad for the certificate)
+  Scalar search[nv];          // search direction
+  Scalar Mv[nv];              // M search
+  Scalar Jv[nefc_];           // J search
+  Scalar quad[nefc_][3];      // per-row quadratic in alpha: 0.5 D Jaref^2, D Jaref Jv, 0.5 D Jv^2
+  Scalar quadGauss[3];        // the Gauss term's quadratic
+  Scalar L[nv][nv];           // Cholesky factor of H
+  Scalar cost;
+  Scalar scale;               // 1 / (island inertia), or 1 / (meaninertia * nv) without islands
+  int ls_iter;
+};
+
+/// Cost, forces, qfrc_constraint at the context's qacc (PrimalUpdateConstraint).
+template <class Scalar, class Dims>
+RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
+  constexpr int nv = Dims::nv;
+  c.cost = update_rows(d, c.Jaref);
+  for (int j = 0; j < nv; ++j) {
+    Scalar s = Scalar(0);
+    for (int i = 0; i < d.nefc; ++i) s += d.efc_J[i][j] * d.efc_force[i];
+    d.qfrc_constraint[j] = s;
+  }
+  Scalar gauss = Scalar(0);
+  for (int i = 0; i < nv; ++i) gauss += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc[i] - d.qacc_smooth[i]);
+  c.quadGauss[0] = gauss;
+  c.cost += gauss;
+}
+
+/// H = J' D J + M over the quadratic rows, factorized into c.L.
+template <class Scalar, class Dims>
+RLK_INLINE void newton_factor_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
+  constexpr int nv = Dims::nv;
+  for (int i = 0; i < nv; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      Scalar s = Scalar(0);
+      for (int r = 0; r < d.nefc; ++r)
+        if (d.efc_state[r] == state_quadratic) s += d.efc_J[r][i] * d.efc_D[r] * d.efc_J[r][j];
+      c.L[i][j] = s + d.qM[i][j];
+    }
+    for (int j = i + 1; j < nv; ++j) c.L[i][j] = Scalar(0);
+  }
+  solver_cholesky(c.L, nv, min_value<Scalar>());
+}
+
+/// Rank-1 update (plus) or downdate of the factor L L' by x x' (MuJoCo's mju_cholUpdate; x is
+/// overwritten). Returns the rank (n unless a pivot fell below mjMINVAL and was clamped).
+template <class S, int N>
+RLK_INLINE int solver_cholesky_update(S (*L)[N], S* x, int n, bool plus) {
+  int rank = n;
+  for (int k = 0; k < n; ++k) {
+    if (x[k] == S(0)) continue;
+    const S lkk = L[k][k];
+    S t = lkk * lkk + (plus ? x[k] * x[k] : -x[k] * x[k]);
+    if (t < min_value<S>()) {
+      t = min_value<S>();
+      --rank;
+    }
+    const S r = std::sqrt(t);
+    const S c = r / lkk;
+    const S cinv = S(1) / c;
+    const S sk = x[k] / lkk;
+    L[k][k] = r;
+    for (int i = k + 1; i < n; ++i) L[i][k] = plus ? (L[i][k] + sk * x[i]) * cinv : (L[i][k] - sk * x[i]) * cinv;
+    for (int i = k + 1; i < n; ++i) x[i] = c * x[i] - sk * L[i][k];
+  }
+  return rank;
+}
+
+/// After a change of row states: update the factor row by row, as MuJoCo's HessianIncremental
+/// (a row turning quadratic adds sqrt(D) J_i, one leaving subtracts it), refactorising H from
+/// scratch if an update loses rank.
+template <class Scalar, class Dims>
+RLK_INLINE void newton_update_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, const int* oldstate) {
+  constexpr int nv = Dims::nv;
+  for (int i = 0; i < d.nefc; ++i) {
+    const bool now = d.efc_state[i] == state_quadratic, before = oldstate[i] == state_quadratic;
+    if (now == before) continue;
+    Scalar x[nv];
+    const Scalar sd = std::sqrt(d.efc_D[i]);
+    for (int k = 0; k < nv; ++k) x[k] = d.efc_J[i][k] * sd;
+    if (solver_cholesky_update(c.L, x, nv, now) < nv) {
+      newton_factor_hessian(d, c);
+      return;
+    }
+  }
+}
+
+/// Cost change and derivatives at alpha along the search direction (PrimalEval, inequality rows).
+template <class Scalar, class Dims>
+RLK_INLINE void newton_eval(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, ls_point<Scalar>& p) {
+  const Scalar alpha = p.alpha;
+  Scalar cost = Scalar(0);
+  Scalar q0 = Scalar(0), q1 = c.quadGauss[1], q2 = c.quadGauss[2];
+  for (int i = 0; i < d.nefc; ++i) {
+    const Scalar start = c.Jaref[i];
+    const Scalar x = start + alpha * c.Jv[i];
+    const Scalar cost0 = start < Scalar(0) ? c.quad[i][0] : Scalar(0);
+    if (x < Scalar(0)) {
+      q0 += c.quad[i][0] - cost0;
+      q1 += c.quad[i][1];
+      q2 += c.quad[i][2];
+    } else {
+      cost -= cost0;
+    }
+  }
+  cost += alpha * alpha * q2 + alpha * q1 + q0;
+  p.cost = cost;
+  p.deriv[0] = Scalar(2) * alpha * q2 + q1;
+  p.deriv[1] = Scalar(2) * q2;
+  if (p.deriv[1] <= Scalar(0)) p.deriv[1] = min_value<Scalar>();  // not convex: cannot happen with M > 0
+  ++c.ls_iter;
+}
+
+/// Replaces p by a candidate closer to the minimum on its side (same derivative sign, smaller
+/// magnitude) and, if it moved, evaluates its Newton point into next (MuJoCo's updateBracket).
+template <class Scalar, class Dims>
+RLK_INLINE int newton_update_bracket(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c,
+                                     ls_point<Scalar>& p, const ls_point<Scalar>* cand, ls_point<Scalar>& next) {
+  int flag = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (p.deriv[0] < Scalar(0) && cand[i].deriv[0] < Scalar(0) && p.deriv[0] < cand[i].deriv[0]) {
+      p = cand[i];
+      flag = 1;
+    } else if (p.deriv[0] > Scalar(0) && cand[i].deriv[0] > Scalar(0) && p.deriv[0] > cand[i].deriv[0]) {
+      p = cand[i];
+      flag = 2;
+    }
+  }
+  if (flag) {
+    next.alpha = p.alpha - p.deriv[0] / p.deriv[1];
+    newton_eval(d, c, next);
+  }
+  return flag;
+}
+
+/// MuJoCo's exact line search on the piecewise-quadratic 1-D cost (PrimalSearch): a Newton step,
+/// one-sided Newton steps until the derivative changes sign, then bracketing with midpoints.
+/// Returns the step (0: no improvement) and the cost decrease in improvement.
+template <class Scalar, class Dims>
+RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, Scalar tolerance,
+                                     int ls_iterations, Scalar& improvement) {
+  constexpr int nv = Dims::nv;
+  c.ls_iter = 0;
+  improvement = Scalar(0);
+  const Scalar snorm = std::sqrt(dot_n(c.search, c.search, nv));
+  if (snorm < min_value<Scalar>()) return Scalar(0);
+  const Scalar gtol = tolerance * snorm / c.scale;
+  mul_M(d, c.Mv, c.search);
+  mul_J(d, c.Jv, c.search);
+  // quadratics (PrimalPrepare)
+  c.quadGauss[1] = dot_n(c.search, c.Ma, nv) - dot_n(d.qfrc_smooth, c.search, nv);
+  c.quadGauss[2] = Scalar(0.5) * dot_n(c.search, c.Mv, nv);
+  for (int i = 0; i < d.nefc; ++i) {
+    const Scalar dj = d.efc_D[i] * c.Jaref[i];
+    c.quad[i][0] = Scalar(0.5) * (c.Jaref[i] * dj);
+    c.quad[i][1] = c.Jv[i] * dj;
+    c.quad[i][2] = Scalar(0.5) * (c.Jv[i] * d.efc_D[i] * c.Jv[i]);
+  }
+  ls_point<Scalar> p0, p1, p2, pmid, p1next, p2next;
+  p0.alpha = Scalar(0);
+  newton_eval(d, c, p0);
+  p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
+  newton_eval(d, c, p1);
+  if (std::fabs(p1.deriv[0]) < gtol && (p1.alpha == Scalar(0) || p1.cost < Scalar(0))) {
+    improvement = -p1.cost;
+    return p1.alpha;
+  }
+  const Scalar dir = p1.deriv[0] < Scalar(0) ? Scalar(1) : Scalar(-1);
+  // one-sided search
+  p2 = p0;
+  while (p1.deriv[0] * dir <= -gtol && c.ls_iter < ls_iterations) {
+    p2 = p1;
+    p1.alpha -= p1.deriv[0] / p1.deriv[1];
+    newton_eval(d, c, p1);
+    if (std::fabs(p1.deriv[0]) < gtol && p1.cost < Scalar(0)) {
+      improvement = -p1.cost;
+      return p1.alpha;
+    }
+  }
+  if (c.ls_iter >= ls_iterations) {  // could not bracket
+    improvement = -p1.cost;
+    return p1.alpha;
+  }
+  // bracketed search between p1 and p2
+  p2next = p1;
+  p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
+  newton_eval(d, c, p1next);
+  while (c.ls_iter < ls_iterations) {
+    pmid.alpha = Scalar(0.5) * (p1.alpha + p2.alpha);
+    newton_eval(d, c, pmid);
+    const ls_point<Scalar> cand[3] = {p1next, p2next, pmid};
+    Scalar best = Scalar(0);
+    int besti = -1;
+    for (int i = 0; i < 3; ++i) {
+      if (std::fabs(cand[i].deriv[0]) < gtol && (besti == -1 || cand[i].cost < best)) {
+        best = cand[i].cost;
+        besti = i;
+      }
+    }
+    if (besti >= 0) {
+      improvement = -cand[besti].cost;
+      return cand[besti].alpha;
+    }
+    const int b1 = newton_update_bracket(d, c, p1, cand, p1next);
+    const int b2 = newton_update_bracket(d, c, p2, cand, p2next);
+    if (!b1 && !b2) {  // no progress possible at this precision: the midpoint
+      improvement = -pmid.cost;
+      return pmid.alpha;
+    }
+  }
+  if (p1.cost <= p2.cost && p1.cost < Scalar(0)) {
+    improvement = -p1.cost;
+    return p1.alpha;
+  }
+  if (p2.cost <= p1.cost && p2.cost < Scalar(0)) {
+    improvement = -p2.cost;
+    return p2.alpha;
+  }
+  return Scalar(0);
+}
+
+}  // namespace detail
+
+/// @brief Solves for the constrained acceleration (MuJoCo's mj_fwdConstraint with mj_solNewton):
+/// chooses the warm start (qacc_warmstart or qacc_smooth, whichever has the lower total cost),
+/// runs Newton with the model's iterations, tolerance, ls_iterations and ls_tolerance, and writes
+/// d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter and d.solver_neval. Without rows:
+/// qacc = qacc_smooth. Needs qM and its factor qLDL/qLDiagInv (factor_inertia), qfrc_smooth,
+/// qacc_smooth and the rows (make_constraint, reference_constraint). The tolerances are scaled as
+/// MuJoCo's island solver does (1 / the trace of M: the supported models are one kinematic tree,
+/// so their constraints form one island), or by 1 / (meaninertia * nv) when islands are disabled.
+/// Terminates after at most opt.iterations Newton steps of at most opt.ls_iterations evaluations.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
-  (void)m;
-  for (int i = 0; i < Dims::nv; ++i) {
-    d.qacc[i] = d.qacc_smooth[i];
-    d.qfrc_constraint[i] = Scalar(0);
-  }
+  constexpr int nv = Dims::nv;
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
   d.solver_niter = 0;
+  d.solver_neval = 0;
+  const int nefc = d.nefc;
+  if (nefc == 0) {
+    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
+    return;
+  }
+  detail::newton_context<Scalar, Dims> c;
+  // ---- warm start: the better of qacc_warmstart and qacc_smooth ----
+  if (!(m.disableflags & disable_warmstart)) {
+    Scalar jar[nefc_];
+    detail::mul_J(d, jar, d.qacc_warmstart);
+    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
+    Scalar cost_warm = detail::update_rows(d, jar);
+    detail::mul_M(d, c.Ma, d.qacc_warmstart);
+    for (int i = 0; i < nv; ++i)
+      cost_warm += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc_warmstart[i] - d.qacc_smooth[i]);
+    detail::mul_J(d, jar, d.qacc_smooth);
+    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
+    const Scalar cost_smooth = detail::update_rows(d, jar);
+    const Scalar* start = cost_warm > cost_smooth ? d.qacc_smooth : d.qacc_warmstart;
+    for (int i = 0; i < nv; ++i) d.qacc[i] = start[i];
+  } else {
+    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
+  }
+  // ---- Newton ----
+  const Scalar tol = m.tolerance;
+  detail::mul_M(d, c.Ma, d.qacc);
+  detail::mul_J(d, c.Jaref, d.qacc);
+  for (int i = 0; i < nefc; ++i) c.Jaref[i] -= d.efc_aref[i];
+  detail::newton_update_constraint(d, c);
+  for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
+  if (m.disableflags & disable_island) {
+    c.scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));
+  } else {
+    Scalar trace = Scalar(0);
+    for (int i = 0; i < nv; ++i) trace += d.qM[i][i];
+    c.scale = Scalar(1) / trace;
+  }
+  // zero-iteration exit, certified by the duality gap 0.5 grad' M^-1 grad and the gradient
+  for (int i = 0; i < nv; ++i) c.Mgrad[i] = c.grad[i];
+  solve_inertia(m, d, c.Mgrad);  // MuJoCo's L^T D L solve (mj_solveLD)
+  const Scalar gap = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
+  const bool small_gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv)) < tol;
+  bool done = (gap > Scalar(0) ? gap : Scalar(0)) < tol && small_gradient;
+  if (!done) {
+    detail::newton_factor_hessian(d, c);
+    detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
+    const Scalar dec = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
+    done = small_gradient && (dec > Scalar(0) ? dec : Scalar(0)) < tol;
+  }
+  if (!done)
+    for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
+  int iter = 0;
+  int oldstate[nefc_];
+  while (!done && iter < m.iterations) {
+    Scalar ls_improvement;
+    const Scalar alpha = detail::newton_line_search(d, c, tol * m.ls_tolerance, m.ls_iterations, ls_improvement);
+    if (alpha == Scalar(0)) break;
+    d.solver_neval += c.ls_iter;
+    for (int i = 0; i < nv; ++i) {
+      d.qacc[i] += alpha * c.search[i];
+      c.Ma[i] += alpha * c.Mv[i];
+    }
+    for (int i = 0; i < nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
+    for (int i = 0; i < nefc; ++i) oldstate[i] = d.efc_state[i];
+    detail::newton_update_constraint(d, c);
+    detail::newton_update_hessian(d, c, oldstate);
+    for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
+    detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
+    const Scalar improvement = c.scale * ls_improvement;
+    const Scalar gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv));
+    const Scalar dec_raw = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
+    const Scalar decrement = dec_raw > Scalar(0) ? dec_raw : Scalar(0);
+    ++iter;
+    if ((improvement > Scalar(0) && improvement < tol) || gradient < tol || decrement < tol) break;
+    for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
+  }
+  d.solver_niter = iter;
 }
 
 }  // namespace physics

@@ -1,0 +1,152 @@
+// rlkernels/envs/mujoco/mujoco_env.hpp
+// What the MuJoCo locomotion envs (hopper.hpp, walker2d.hpp, half_cheetah.hpp) share, after
+// Gymnasium's MujocoEnv: the State (qpos, qvel, the solver's warm start and a count of steps the
+// engine could not compute), do_simulation over frame_skip physics steps, reset noise, and
+// unstable_steps(envs), which reads that count off a vec_env.
+#pragma once
+
+#include "../../core/config.hpp"
+#include "../../core/reduce.hpp"
+#include "../../core/random.hpp"
+#include "../../physics/data.hpp"
+#include "../../physics/forward.hpp"
+#include "../../physics/model.hpp"
+#include "../vec_env.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace rlkernels {
+
+/// @brief The state of one MuJoCo env: what persists between physics steps, in MuJoCo's order
+/// and layout (qpos[nq], qvel[nv] as mjData's, so a state can be copied to or from MuJoCo
+/// directly), plus a counter of failed steps.
+///
+/// A step the engine flags (physics::data::warning: a qpos, qvel or qacc that is not finite or
+/// above 1e10 in magnitude, an integrated state that is, or more contacts or constraint rows than
+/// the model's slots; not warning_bad_ctrl, on which MuJoCo zeroes the controls and goes on) is
+/// never written into the batch: the env keeps the state it had before that step, ends the episode
+/// (terminated, reward = -control cost), and adds one to `unstable_steps`. MuJoCo itself resets
+/// the data to qpos0 on such a step (mj_checkPos/Vel/Acc, unless autoreset is disabled) and
+/// Gymnasium carries on from there; an env here cannot honestly continue, so it ends the episode.
+/// `unstable_steps` survives the automatic reset of vec_env (the envs' reset() leaves it as it
+/// is), so it counts such steps since the vec_env was constructed or reset(): read the batch's
+/// total with unstable_steps(envs).
+/// @tparam Scalar float or double
+/// @tparam Dims the model's sizes (physics::model)
+template <class Scalar, class Dims>
+struct mujoco_state {
+  Scalar qpos[Dims::nq];            ///< joint positions (mjData::qpos)
+  Scalar qvel[Dims::nv];            ///< joint velocities (mjData::qvel)
+  Scalar qacc_warmstart[Dims::nv];  ///< the last step's acceleration, the solver's warm start (0 after a reset, as mj_resetData)
+  std::uint32_t unstable_steps;     ///< env steps the engine could not compute (saturates at 2^32 - 1)
+};
+
+namespace detail {
+
+/// sum(a[k]^2) in index order (np.sum of np.square for the few components of an action: NumPy
+/// adds fewer than 8 elements in order).
+template <class Scalar>
+RLK_HOST_DEVICE Scalar sum_of_squares(const Scalar* a, int n) {
+  Scalar sum = Scalar(0);
+  for (int k = 0; k < n; ++k) sum += a[k] * a[k];
+  return sum;
+}
+
+/// The warning bits that make a step fail: all but warning_bad_ctrl (MuJoCo then takes every
+/// control as 0 for that step and carries on, and so does Gymnasium).
+constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
+
+/// Gymnasium's do_simulation: ctrl = action (unclipped: the engine clamps ctrl to ctrlrange in the
+/// actuation, as MuJoCo does), then `frame_skip` physics steps (at least one). On success the state
+/// holds the new qpos, qvel and qacc_warmstart and the function returns 0. If a step sets a
+/// warning in failed_step_warnings, or the end state is not finite, it returns those bits
+/// (warning_bad_state if only the final check failed) and leaves the state as it was before the call.
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, const Scalar* action,
+                             int frame_skip) {
+  // Value-initialised: the engine writes what it reads (apart from the state and control set
+  // here) but zeroing the workspace keeps a missed field from making a run depend on stack garbage.
+  physics::data<Scalar, Dims> d{};
+  d.time = Scalar(0);
+  for (int i = 0; i < Dims::nq; ++i) d.qpos[i] = s.qpos[i];
+  for (int i = 0; i < Dims::nv; ++i) {
+    d.qvel[i] = s.qvel[i];
+    d.qacc_warmstart[i] = s.qacc_warmstart[i];
+  }
+  for (int k = 0; k < Dims::nu; ++k) d.ctrl[k] = action[k];
+  d.warning = physics::warning_none;
+  const int frames = frame_skip > 0 ? frame_skip : 1;
+  for (int f = 0; f < frames; ++f) {
+    physics::step(m, d);
+    if (d.warning & failed_step_warnings) return d.warning & failed_step_warnings;
+  }
+  // The engine checks each step's inputs and acceleration; the integrated end state is checked here.
+  bool finite = true;
+  for (int i = 0; i < Dims::nq; ++i) finite &= std::isfinite(d.qpos[i]);
+  for (int i = 0; i < Dims::nv; ++i) finite &= std::isfinite(d.qvel[i]) && std::isfinite(d.qacc_warmstart[i]);
+  if (!finite) return physics::warning_bad_state;
+  for (int i = 0; i < Dims::nq; ++i) s.qpos[i] = d.qpos[i];
+  for (int i = 0; i < Dims::nv; ++i) {
+    s.qvel[i] = d.qvel[i];
+    s.qacc_warmstart[i] = d.qacc_warmstart[i];
+  }
+  return physics::warning_none;
+}
+
+/// One more failed step in s (saturating).
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE void count_unstable_step(mujoco_state<Scalar, Dims>& s) {
+  s.unstable_steps += s.unstable_steps != 0xffffffffu ? 1u : 0u;
+}
+
+/// Gymnasium's reset for these envs (mj_resetData, then reset_model): qpos = qpos0 + U(-scale,
+/// scale) per coordinate; qvel = U(-scale, scale) per dof, or scale * N(0, 1) when `normal_qvel`
+/// (HalfCheetah); qacc_warmstart = 0. unstable_steps is left as it is.
+template <class Scalar, class Dims, class Rng>
+RLK_HOST_DEVICE void reset_state(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, Scalar scale,
+                                 bool normal_qvel, Rng& gen) {
+  for (int i = 0; i < Dims::nq; ++i) s.qpos[i] = m.qpos0[i] + gen.template uniform<Scalar>(-scale, scale);
+  for (int i = 0; i < Dims::nv; ++i)
+    s.qvel[i] = normal_qvel ? scale * gen.template normal<Scalar>() : gen.template uniform<Scalar>(-scale, scale);
+  for (int i = 0; i < Dims::nv; ++i) s.qacc_warmstart[i] = Scalar(0);
+}
+
+/// Gymnasium's _get_obs for these envs: qpos (without qpos[0], the x position, when
+/// `exclude_x`), then qvel, clipped to [-10, 10] when `clip_qvel` (Hopper, Walker2d).
+template <bool ExcludeX, class Scalar, class Dims>
+RLK_HOST_DEVICE void observe_state(const mujoco_state<Scalar, Dims>& s, bool clip_qvel, Scalar* obs) {
+  int k = 0;
+  for (int i = ExcludeX ? 1 : 0; i < Dims::nq; ++i) obs[k++] = s.qpos[i];
+  for (int i = 0; i < Dims::nv; ++i) {
+    const Scalar v = s.qvel[i];
+    obs[k++] = clip_qvel ? (v < Scalar(-10) ? Scalar(-10) : (v > Scalar(10) ? Scalar(10) : v)) : v;
+  }
+}
+
+/// unstable_steps of env i as a 64-bit term of a sum.
+template <class State>
+struct load_unstable_steps {
+  const State* states;
+  RLK_HOST_DEVICE std::uint64_t operator()(std::size_t i) const { return states[i].unstable_steps; }
+};
+
+struct add_u64 {
+  RLK_HOST_DEVICE std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return a + b; }
+};
+
+}  // namespace detail
+
+/// @brief The number of env steps in the batch that the physics engine could not compute (see
+/// mujoco_state) since the vec_env was constructed or reset(): each ended its episode as
+/// terminated. One reduction on the backend, one host read.
+/// @tparam Env an env whose State has `unstable_steps` (hopper, walker2d, half_cheetah)
+template <class Env, class Backend>
+std::uint64_t unstable_steps(const vec_env<Env, Backend>& envs) {
+  using state = typename vec_env<Env, Backend>::state_type;
+  return detail::deterministic_sum(envs.backend(), envs.num_envs(), detail::load_unstable_steps<state>{envs.states().data()},
+                                   std::uint64_t(0), detail::add_u64{});
+}
+
+}  // namespace rlkernels

@@ -1,0 +1,684 @@
+// Hopper-v5, Walker2d-v5 and HalfCheetah-v5 against Gymnasium 1.4 on MuJoCo 3.12.0 (golden data
+// from tests/reference/mujoco_gymnasium_record.py): one env step from recorded states (set_state,
+// then step, with actions inside and far beyond ctrlrange), the first 100 steps of recorded
+// episodes replayed through vec_env from the same resets with the same actions, and the lengths
+// and returns of ~1000 whole episodes per env. Plus the serial and OpenMP backends bit for bit,
+// float against double, fuzzing with extreme actions and states (never a NaN), the handling of
+// steps the engine flags, and the registry ids.
+#include <rlkernels/envs/mujoco/half_cheetah.hpp>
+#include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/walker2d.hpp>
+#include <rlkernels/envs/registry.hpp>
+#include <rlkernels/envs/vec_env.hpp>
+
+#include "../reference_dir.hpp"
+#include "../test_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace rlkernels;
+using rlk_test::backend_t;
+
+namespace {
+
+// ---- the actions: the same counter hash as mujoco_gymnasium_record.py -------------------------
+
+RLK_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  std::uint64_t z = x;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Component k of the action at step t of episode e of the env with code `code`, in [-1, 1).
+RLK_HOST_DEVICE inline double hash_action(int code, std::uint64_t e, std::uint64_t t, int k) {
+  const std::uint64_t h = splitmix64((std::uint64_t(code) << 56) | (e << 32) | (t << 8) | std::uint64_t(k));
+  return 2.0 * (double(h >> 11) * 0x1.0p-53) - 1.0;
+}
+
+// ---- the golden files: two float64 (rows, cols), then rows x cols float64, little-endian -------
+
+struct f64_table {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> v;
+  explicit f64_table(const std::string& file) {
+    const std::string path = rlk_test::reference_dir() + "/" + file;
+    INFO("reading " << path);
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    double shape[2];
+    in.read(reinterpret_cast<char*>(shape), sizeof(shape));
+    REQUIRE(in.good());
+    rows = std::size_t(shape[0]);
+    cols = std::size_t(shape[1]);
+    v.resize(rows * cols);
+    in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(double)));
+    REQUIRE(in.good());
+    REQUIRE(rows > 0);
+  }
+  const double* row(std::size_t i) const { return v.data() + i * cols; }
+};
+
+/// |a - b| relative to max(1, |b|).
+double rel_error(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
+
+// ---- what differs between the envs -----------------------------------------------------------
+
+struct hopper_spec {
+  template <class S> using env = hopper<S>;
+  template <class S> using env_with_x = hopper<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 1;
+  static constexpr const char* stem = "hopper_v5";
+  static constexpr const char* id = "Hopper-v5";
+  static constexpr bool terminates = true;
+};
+struct walker2d_spec {
+  template <class S> using env = walker2d<S>;
+  template <class S> using env_with_x = walker2d<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 2;
+  static constexpr const char* stem = "walker2d_v5";
+  static constexpr const char* id = "Walker2d-v5";
+  static constexpr bool terminates = true;
+};
+struct half_cheetah_spec {
+  template <class S> using env = half_cheetah<S>;
+  template <class S> using env_with_x = half_cheetah<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 3;
+  static constexpr const char* stem = "half_cheetah_v5";
+  static constexpr const char* id = "HalfCheetah-v5";
+  static constexpr bool terminates = false;
+};
+
+std::string file_of(const char* stem, const char* kind) { return std::string("mujoco_") + stem + "_" + kind + ".f64"; }
+
+/// The state qpos = q, qvel = v, qacc_warmstart = w (0 if null).
+template <class Env, class T>
+typename Env::State make_state(const T* q, const T* v, const T* w) {
+  typename Env::State s{};
+  for (int i = 0; i < Env::nq; ++i) s.qpos[i] = typename Env::scalar_type(q[i]);
+  for (int i = 0; i < Env::nv; ++i) {
+    s.qvel[i] = typename Env::scalar_type(v[i]);
+    s.qacc_warmstart[i] = w ? typename Env::scalar_type(w[i]) : typename Env::scalar_type(0);
+  }
+  return s;
+}
+
+/// The reset states of the episodes file (columns e, length, return, terminated, qpos, qvel).
+template <class Env>
+std::vector<typename Env::State> reset_states(const f64_table& episodes, std::size_t n) {
+  std::vector<typename Env::State> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double* r = episodes.row(i);
+    out.push_back(make_state<Env>(r + 4, r + 4 + Env::nq, static_cast<const double*>(nullptr)));
+  }
+  return out;
+}
+
+/// The hash actions of episodes first..first+n-1 at step t, [n, nu].
+template <class Env>
+std::vector<typename Env::scalar_type> actions_at(int code, std::size_t n, std::uint64_t t, std::uint64_t first = 0) {
+  std::vector<typename Env::scalar_type> a(n * Env::nu);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = 0; k < Env::nu; ++k)
+      a[i * Env::nu + k] = typename Env::scalar_type(hash_action(code, first + i, t, k));
+  return a;
+}
+
+/// Runs env i from resets[i] with the hash actions of episode i until it terminates or reaches the
+/// time limit; writes its length and return (one whole episode per index, on the backend).
+template <class Env>
+struct episode_kernel {
+  typename Env::Params params;
+  int code;
+  const typename Env::State* resets;
+  std::int32_t* lengths;
+  double* returns;
+  std::uint32_t* unstable;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    using S = typename Env::scalar_type;
+    typename Env::State s = resets[i];
+    rng gen(0, i);
+    double ret = 0;
+    std::int32_t t = 0;
+    S a[Env::nu];
+    while (t < params.max_episode_steps) {
+      for (int k = 0; k < Env::nu; ++k) a[k] = S(hash_action(code, i, std::uint64_t(t), k));
+      const step_result<S> r = Env::step(params, s, a, gen);
+      ret += double(r.reward);
+      ++t;
+      if (r.terminated) break;
+    }
+    lengths[i] = t;
+    returns[i] = ret;
+    unstable[i] = s.unstable_steps;
+  }
+};
+
+}  // namespace
+
+// ---- one step from recorded states -------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+  using Env = typename TestType::template env<double>;
+  constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
+  const f64_table g(file_of(TestType::stem, "one_step"));
+  REQUIRE(g.cols == std::size_t(3 + nq + 2 * nv + 2 + nq + 2 * nv + nobs));
+  const typename Env::Params p{};
+  double max_state = 0, max_ws = 0, max_obs = 0, max_reward = 0;
+  std::size_t terminated = 0, beyond_range = 0;
+  for (std::size_t i = 0; i < g.rows; ++i) {
+    const double* r = g.row(i);
+    const int e = int(r[0]), t = int(r[1]);
+    const double scale = r[2];
+    const double* pre = r + 3;
+    const double gym_reward = pre[nq + 2 * nv];
+    const bool gym_terminated = pre[nq + 2 * nv + 1] != 0;
+    const double* post = pre + nq + 2 * nv + 2;
+    const double* gym_obs = post + nq + 2 * nv;
+    typename Env::State s = make_state<Env>(pre, pre + nq, pre + nq + nv);
+    double a[Env::nu];
+    for (int k = 0; k < Env::nu; ++k) a[k] = scale * hash_action(TestType::code, std::uint64_t(e), std::uint64_t(t), k);
+    rng gen(0, 0);
+    const step_result<double> res = Env::step(p, s, a, gen);
+    double obs[nobs];
+    Env::observe(p, s, obs);
+    INFO(TestType::id << " row " << i << " (episode " << e << ", step " << t << ", action scale " << scale << ")");
+    double row_state = 0, row_ws = 0, row_obs = 0;
+    for (int k = 0; k < nq; ++k) row_state = std::max(row_state, rel_error(s.qpos[k], post[k]));
+    for (int k = 0; k < nv; ++k) row_state = std::max(row_state, rel_error(s.qvel[k], post[nq + k]));
+    // qacc_warmstart is the last frame's acceleration: large numbers (1e3..1e5), relative to their size.
+    double ws_scale = 1;
+    for (int k = 0; k < nv; ++k) ws_scale = std::max(ws_scale, std::abs(post[nq + nv + k]));
+    for (int k = 0; k < nv; ++k) row_ws = std::max(row_ws, std::abs(s.qacc_warmstart[k] - post[nq + nv + k]) / ws_scale);
+    for (int k = 0; k < nobs; ++k) row_obs = std::max(row_obs, rel_error(obs[k], gym_obs[k]));
+    const double row_reward = rel_error(res.reward, gym_reward);
+    CHECK(row_state <= 1e-7);
+    CHECK(row_obs <= 1e-7);
+    CHECK(row_reward <= 1e-7);
+    CHECK(row_ws <= 1e-6);
+    CHECK(res.terminated == gym_terminated);
+    CHECK(s.unstable_steps == 0u);
+    max_state = std::max(max_state, row_state);
+    max_ws = std::max(max_ws, row_ws);
+    max_obs = std::max(max_obs, row_obs);
+    max_reward = std::max(max_reward, row_reward);
+    terminated += gym_terminated;
+    beyond_range += scale > 1;
+  }
+  std::printf("%s one step from %zu recorded states (%zu with actions beyond ctrlrange, %zu terminated): max error "
+              "qpos/qvel %.3g, qacc_warmstart %.3g, obs %.3g, reward %.3g\n",
+              TestType::id, g.rows, beyond_range, terminated, max_state, max_ws, max_obs, max_reward);
+}
+
+// ---- the first 100 steps of recorded episodes, through vec_env ---------------------------------
+
+TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+  using Env = typename TestType::template env<double>;
+  constexpr int nobs = Env::observation_size;
+  const f64_table episodes(file_of(TestType::stem, "episodes"));
+  const f64_table steps(file_of(TestType::stem, "steps"));
+  REQUIRE(steps.cols == std::size_t(5 + nobs));
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < steps.rows; ++i) n = std::max(n, std::size_t(steps.row(i)[0]) + 1);
+  // index of each (episode, step) row; step -1 is the reset
+  std::vector<std::vector<const double*>> rows(n);
+  for (std::size_t i = 0; i < steps.rows; ++i) rows[std::size_t(steps.row(i)[0])].push_back(steps.row(i));
+
+  vec_env<Env, backend_t> envs(rlk_test::backend(), n, 1);
+  envs.set_states(reset_states<Env>(episodes, n));
+  {
+    const auto obs = envs.observations().to_host();
+    for (std::size_t e = 0; e < n; ++e) {
+      REQUIRE(rows[e][0][1] == -1);
+      for (int k = 0; k < nobs; ++k) REQUIRE(obs[e * nobs + k] == rows[e][0][5 + k]);  // a copy of qpos, qvel
+    }
+  }
+  std::vector<bool> alive(n, true);
+  double max_obs = 0, max_reward = 0;
+  std::size_t compared = 0, ends = 0;
+  for (std::uint64_t t = 0; t < 100; ++t) {
+    envs.step(rlk_test::make(actions_at<Env>(TestType::code, n, t)).cview());
+    const auto obs = envs.final_observations().to_host();
+    const auto rewards = envs.rewards().to_host();
+    const auto term = envs.terminated().to_host();
+    const auto trunc = envs.truncated().to_host();
+    for (std::size_t e = 0; e < n; ++e) {
+      if (!alive[e] || rows[e].size() <= t + 1) continue;
+      const double* r = rows[e][t + 1];
+      REQUIRE(r[1] == double(t));
+      INFO(TestType::id << " episode " << e << " step " << t);
+      double row_obs = 0;
+      for (int k = 0; k < nobs; ++k) row_obs = std::max(row_obs, rel_error(obs[e * nobs + k], r[5 + k]));
+      const double row_reward = rel_error(rewards[e], r[2]);
+      CHECK(row_obs <= 1e-9);
+      CHECK(row_reward <= 1e-9);
+      CHECK(bool(term[e]) == (r[3] != 0));
+      CHECK(bool(trunc[e]) == (r[4] != 0));
+      max_obs = std::max(max_obs, row_obs);
+      max_reward = std::max(max_reward, row_reward);
+      ++compared;
+      if (r[3] != 0 || r[4] != 0) {
+        alive[e] = false;
+        ++ends;
+      }
+    }
+  }
+  CHECK(unstable_steps(envs) == 0u);
+  std::printf("%s: %zu episodes, %zu steps compared (%zu episode ends): max error obs %.3g, reward %.3g\n",
+              TestType::id, n, compared, ends, max_obs, max_reward);
+}
+
+// ---- whole episodes: lengths and returns -------------------------------------------------------
+
+TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+  using Env = typename TestType::template env<double>;
+  const f64_table episodes(file_of(TestType::stem, "episodes"));
+  const std::size_t n = episodes.rows;
+  auto resets = rlk_test::make(reset_states<Env>(episodes, n));
+  auto lengths = rlk_test::zeros<std::int32_t>(n);
+  auto returns = rlk_test::zeros<double>(n);
+  auto unstable = rlk_test::zeros<std::uint32_t>(n);
+  for_each_index(rlk_test::backend(), n,
+                 episode_kernel<Env>{typename Env::Params{}, TestType::code, resets.data(), lengths.data(),
+                                     returns.data(), unstable.data()});
+  const auto len = lengths.to_host();
+  const auto ret = returns.to_host();
+  const auto bad = unstable.to_host();
+  std::size_t same = 0, close = 0, terminated_match = 0;
+  double max_same_len_return = 0, sum_return = 0, sum_gym_return = 0;
+  std::vector<double> return_errors;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double* r = episodes.row(i);
+    CHECK(bad[i] == 0u);
+    const bool same_length = len[i] == std::int32_t(r[1]);
+    same += same_length;
+    terminated_match += (len[i] < 1000) == (r[3] != 0);
+    const double err = std::abs(ret[i] - r[2]) / std::max(1.0, std::abs(r[2]));
+    return_errors.push_back(err);
+    if (same_length) max_same_len_return = std::max(max_same_len_return, err);
+    close += err <= 1e-6;
+    sum_return += ret[i];
+    sum_gym_return += r[2];
+  }
+  std::sort(return_errors.begin(), return_errors.end());
+  const double fraction = double(same) / double(n);
+  std::printf("%s: %zu whole episodes, the same length in %.4f of them; return relative error median %.3g, max %.3g "
+              "(%.4f within 1e-6); mean return %.6g (Gymnasium %.6g)\n",
+              TestType::id, n, fraction, return_errors[n / 2], return_errors.back(), double(close) / double(n),
+              sum_return / double(n), sum_gym_return / double(n));
+  CHECK(fraction >= 0.99);
+  CHECK(terminated_match == n);
+  // Episodes that end at the same step followed the same trajectory to the end: their returns agree
+  // to the per-step accuracy (HalfCheetah runs 1000 steps, where chaos separates the trajectories,
+  // so only the mean is compared there).
+  if (TestType::terminates) {
+    CHECK(double(close) / double(n) >= 0.99);
+  } else {
+    CHECK(std::abs(sum_return - sum_gym_return) / double(n) <= 0.05 * std::max(1.0, std::abs(sum_gym_return) / double(n)));
+  }
+}
+
+// ---- backends, float, fuzzing -------------------------------------------------------------------
+
+#if defined(RLK_BACKEND_OPENMP)
+TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
+                   hopper_spec, walker2d_spec, half_cheetah_spec) {
+  auto run = [](auto scalar_tag) {
+    using Env = typename TestType::template env<decltype(scalar_tag)>;
+    const std::size_t n = 67;
+    vec_env<Env, serial_backend> a(serial, n, 3);
+    vec_env<Env, openmp_backend> b(openmp_backend{2, 0}, n, 3);
+    REQUIRE(a.observations().to_host() == b.observations().to_host());
+    for (std::uint64_t t = 0; t < 150; ++t) {
+      const auto actions = actions_at<Env>(TestType::code, n, t, 5000);
+      a.step(view<const typename Env::scalar_type>(actions.data(), actions.size()));
+      b.step(view<const typename Env::scalar_type>(actions.data(), actions.size()));
+      REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
+      REQUIRE(a.observations().to_host() == b.observations().to_host());
+      REQUIRE(a.rewards().to_host() == b.rewards().to_host());
+      REQUIRE(a.terminated().to_host() == b.terminated().to_host());
+      REQUIRE(a.truncated().to_host() == b.truncated().to_host());
+    }
+    const auto sa = a.get_episode_statistics(), sb = b.get_episode_statistics();
+    CHECK(sa.count == sb.count);
+    CHECK(sa.mean_return == sb.mean_return);
+    if (TestType::terminates) CHECK(sa.count > 0);
+  };
+  run(double{});
+  run(float{});
+}
+#endif
+
+TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
+                   walker2d_spec, half_cheetah_spec) {
+  using Ed = typename TestType::template env<double>;
+  using Ef = typename TestType::template env<float>;
+  constexpr int nobs = Ed::observation_size;
+  const f64_table episodes(file_of(TestType::stem, "episodes"));
+  const std::size_t n = std::min<std::size_t>(64, episodes.rows);
+  // The double env starts from the float-rounded resets, so both start from the same state.
+  std::vector<typename Ef::State> sf = reset_states<Ef>(episodes, n);
+  std::vector<typename Ed::State> sd(n);
+  for (std::size_t i = 0; i < n; ++i) sd[i] = make_state<Ed>(sf[i].qpos, sf[i].qvel, sf[i].qacc_warmstart);
+  vec_env<Ed, backend_t> d(rlk_test::backend(), n, 1);
+  vec_env<Ef, backend_t> f(rlk_test::backend(), n, 1);
+  d.set_states(sd);
+  f.set_states(sf);
+  std::vector<bool> alive(n, true);
+  double max_obs = 0, max_reward = 0;
+  constexpr int steps = 5;
+  double per_step[steps];
+  for (int t = 0; t < steps; ++t) {
+    const auto ad = actions_at<Ed>(TestType::code, n, std::uint64_t(t));
+    const auto af = actions_at<Ef>(TestType::code, n, std::uint64_t(t));
+    d.step(rlk_test::make(ad).cview());
+    f.step(rlk_test::make(af).cview());
+    const auto od = d.final_observations().to_host();
+    const auto of = f.final_observations().to_host();
+    const auto rd = d.rewards().to_host();
+    const auto rf = f.rewards().to_host();
+    const auto td = d.terminated().to_host();
+    const auto tf = f.terminated().to_host();
+    double step_obs = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!alive[i]) continue;
+      for (int k = 0; k < nobs; ++k) step_obs = std::max(step_obs, rel_error(of[i * nobs + k], od[i * nobs + k]));
+      max_reward = std::max(max_reward, rel_error(rf[i], rd[i]));
+      if (td[i] || tf[i]) alive[i] = false;
+    }
+    max_obs = std::max(max_obs, step_obs);
+    per_step[t] = step_obs;
+  }
+  std::printf("%s float vs double, %zu envs x %d steps: max error obs %.3g (per step %.2g %.2g %.2g %.2g %.2g), "
+              "reward %.3g\n", TestType::id, n, steps, max_obs, per_step[0], per_step[1], per_step[2], per_step[3],
+              per_step[4], max_reward);
+  // Float rounding moves the instant a contact activates, after which the trajectories differ at
+  // the 1e-3 level (HalfCheetah, step 5: 1.4e-3); smooth stretches stay near 1e-5.
+  CHECK(max_obs <= 5e-3);
+  CHECK(max_reward <= 1e-3);
+
+  // One float step from each recorded state (rounded to float) against Gymnasium's double step.
+  const f64_table g(file_of(TestType::stem, "one_step"));
+  constexpr int nq = Ed::nq, nv = Ed::nv;
+  const typename Ef::Params pf{};
+  double one_obs = 0, one_reward = 0;
+  std::size_t flag_mismatch = 0;
+  for (std::size_t i = 0; i < g.rows; ++i) {
+    const double* r = g.row(i);
+    const double* pre = r + 3;
+    const double* gym_obs = pre + nq + 2 * nv + 2 + nq + 2 * nv;
+    typename Ef::State st = make_state<Ef>(pre, pre + nq, pre + nq + nv);
+    float a[Ef::nu];
+    for (int k = 0; k < Ef::nu; ++k)
+      a[k] = float(r[2] * hash_action(TestType::code, std::uint64_t(r[0]), std::uint64_t(r[1]), k));
+    rng gen(0, 0);
+    const step_result<float> res = Ef::step(pf, st, a, gen);
+    float obs[nobs];
+    Ef::observe(pf, st, obs);
+    for (int k = 0; k < nobs; ++k) one_obs = std::max(one_obs, rel_error(obs[k], gym_obs[k]));
+    one_reward = std::max(one_reward, rel_error(res.reward, pre[nq + 2 * nv]));
+    flag_mismatch += res.terminated != (pre[nq + 2 * nv + 1] != 0);
+    CHECK(st.unstable_steps == 0u);
+  }
+  std::printf("%s float, one step from %zu recorded states against Gymnasium: max error obs %.3g, reward %.3g, "
+              "%zu terminated flags differ\n", TestType::id, g.rows, one_obs, one_reward, flag_mismatch);
+  CHECK(one_obs <= 1e-3);
+  CHECK(one_reward <= 1e-3);
+}
+
+namespace {
+
+/// Fuzz actions: uniform in [-1, 1], bang-bang at the bounds, slightly beyond, far beyond, above
+/// MuJoCo's 1e10 "bad control" bound (clamped before that check), the largest finite value and
+/// infinities (never NaN).
+template <class S>
+struct fuzz_actions {
+  std::uint64_t t;
+  S* actions;
+  int width;
+  S largest = std::numeric_limits<S>::max();        // set on the host (numeric_limits is host-only in CUDA)
+  S infinity = std::numeric_limits<S>::infinity();
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    rng gen(99, i, t);
+    const std::uint32_t mode = gen.uniform_int(8);
+    for (int k = 0; k < width; ++k) {
+      const S u = gen.template uniform<S>(S(-1), S(1));
+      const S sign = u < 0 ? S(-1) : S(1);
+      S a = u;
+      switch (mode) {
+        case 0: case 1: case 2: a = u; break;
+        case 3: a = sign; break;
+        case 4: a = S(3) * u; break;
+        case 5: a = S(1e6) * u; break;
+        case 6: a = sign * S(1e11); break;
+        default: a = gen.uniform_int(2) ? sign * largest : sign * infinity;
+      }
+      actions[i * std::size_t(width) + std::size_t(k)] = a;
+    }
+  }
+};
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
+                   hopper_spec, walker2d_spec, half_cheetah_spec) {
+  auto run = [](auto scalar_tag) {
+    using S = decltype(scalar_tag);
+    using Env = typename TestType::template env<S>;
+    const std::size_t n = 48;
+    vec_env<Env, backend_t> envs(rlk_test::backend(), n, 11);
+    auto actions = rlk_test::zeros<S>(n * Env::nu);
+    std::size_t ends = 0;
+    for (std::uint64_t t = 0; t < 1200; ++t) {
+      for_each_index(rlk_test::backend(), n, fuzz_actions<S>{t, actions.data(), Env::nu});
+      envs.step(actions.cview());
+      const auto obs = envs.observations().to_host();
+      const auto fin = envs.final_observations().to_host();
+      const auto rew = envs.rewards().to_host();
+      const auto term = envs.terminated().to_host();
+      const auto trunc = envs.truncated().to_host();
+      bool finite = true, no_nan = true;
+      for (std::size_t k = 0; k < obs.size(); ++k) finite &= std::isfinite(obs[k]) && std::isfinite(fin[k]);
+      for (std::size_t i = 0; i < n; ++i) {
+        no_nan &= !std::isnan(rew[i]);  // -inf where the raw action's square overflows (the control cost)
+        ends += term[i] || trunc[i];
+      }
+      INFO(TestType::id << " step " << t);
+      REQUIRE(finite);
+      REQUIRE(no_nan);
+    }
+    std::printf("%s<%s> fuzz: %zu envs x 1200 steps, %zu episode ends, %llu unstable steps\n", TestType::id,
+                sizeof(S) == 4 ? "float" : "double", n, ends, (unsigned long long)unstable_steps(envs));
+    CHECK(ends > 0);
+  };
+  run(double{});
+  run(float{});
+}
+
+TEMPLATE_TEST_CASE("a step the engine flags ends the episode, keeps the state finite and is counted",
+                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+  using Env = typename TestType::template env<double>;
+  constexpr int nobs = Env::observation_size;
+  const std::size_t n = 6;
+  vec_env<Env, backend_t> envs(rlk_test::backend(), n, 2);
+  CHECK(unstable_steps(envs) == 0u);
+  std::vector<typename Env::State> states = envs.states().to_host();
+  // Envs 1 and 4: a velocity above MuJoCo's 1e10 bound (mj_checkVel flags it at the first frame).
+  states[1].qvel[0] = 1e11;
+  states[4].qvel[Env::nv - 1] = -3e10;
+  envs.set_states(states);
+  const auto before = envs.observations().to_host();
+  std::vector<double> zero(n * Env::nu, 0.0);
+  envs.step(rlk_test::make(zero).cview());
+  const auto term = envs.terminated().to_host();
+  const auto fin = envs.final_observations().to_host();
+  const auto rew = envs.rewards().to_host();
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool flagged = i == 1 || i == 4;
+    INFO("env " << i);
+    if (flagged) {
+      CHECK(term[i] == 1);
+      CHECK(rew[i] == 0.0);  // no progress, no survival reward, zero control cost
+      // The final observation is the state before the failed step (finite), not what the engine produced.
+      for (int k = 0; k < nobs; ++k) CHECK(fin[i * nobs + k] == before[i * nobs + k]);
+    }
+  }
+  CHECK(unstable_steps(envs) == 2u);
+  // The count survives the automatic reset and further steps, until vec_env::reset().
+  for (int t = 0; t < 3; ++t) envs.step(rlk_test::make(zero).cview());
+  CHECK(unstable_steps(envs) == 2u);
+  const auto after = envs.states().to_host();
+  CHECK(after[1].unstable_steps == 1u);
+  CHECK(after[0].unstable_steps == 0u);
+  envs.reset();
+  CHECK(unstable_steps(envs) == 0u);
+}
+
+// ---- the env itself: spaces, Params, reset, reward terms -----------------------------------------
+
+TEMPLATE_TEST_CASE("the MuJoCo envs' spaces, defaults, reset noise and reward terms", "[mujoco][envs]", hopper_spec,
+                   walker2d_spec, half_cheetah_spec) {
+  using Env = typename TestType::template env<double>;
+  static_assert(check_env<Env>());
+  static_assert(check_env<typename TestType::template env<float>>());
+  const typename Env::Params p{};
+  for (int k = 0; k < Env::nu; ++k) {  // the action space is the actuators' ctrlrange
+    CHECK(p.model.actuator_ctrlrange[k][0] == Env::action_low);
+    CHECK(p.model.actuator_ctrlrange[k][1] == Env::action_high);
+    CHECK(p.model.actuator_ctrllimited[k] == 1);
+  }
+  CHECK(p.max_episode_steps == 1000);
+  // Reset: qpos0 + noise within the scale, qacc_warmstart zero, unstable_steps kept.
+  typename Env::State s{};
+  s.unstable_steps = 7;
+  rng gen(5, 0);
+  double max_noise = 0;
+  for (int r = 0; r < 200; ++r) {
+    Env::reset(p, s, gen);
+    for (int i = 0; i < Env::nq; ++i) {
+      const double noise = s.qpos[i] - p.model.qpos0[i];
+      CHECK(std::abs(noise) <= p.reset_noise_scale);
+      max_noise = std::max(max_noise, std::abs(noise));
+    }
+    for (int i = 0; i < Env::nv; ++i) CHECK(s.qacc_warmstart[i] == 0.0);
+    if (TestType::terminates)
+      for (int i = 0; i < Env::nv; ++i) CHECK(std::abs(s.qvel[i]) <= p.reset_noise_scale);
+  }
+  CHECK(max_noise > 0.9 * p.reset_noise_scale);
+  CHECK(s.unstable_steps == 7u);
+  // The reward is the sum of its terms, computed on the raw action (an action beyond ctrlrange
+  // costs its full square).
+  Env::reset(p, s, gen);
+  typename Env::step_info info;
+  double a[Env::nu];
+  for (int k = 0; k < Env::nu; ++k) a[k] = 2.0 * (k % 2 ? 1 : -1);
+  const double x0 = s.qpos[0];
+  const step_result<double> r = Env::step_with_info(p, s, a, info);
+  CHECK(info.reward_ctrl == -p.ctrl_cost_weight * 4.0 * Env::nu);
+  CHECK(info.x_position == s.qpos[0]);
+  CHECK(info.x_velocity == (s.qpos[0] - x0) / (p.model.timestep * p.frame_skip));
+  double sum = info.reward_forward + info.reward_ctrl;
+  if constexpr (TestType::terminates) sum = (info.reward_forward + info.reward_survive) + info.reward_ctrl;
+  CHECK(r.reward == sum);
+  // The observation: qpos[1:], then qvel (clipped to [-10, 10] for Hopper and Walker2d).
+  s.qvel[0] = 25;
+  s.qvel[1] = -40;
+  double obs[Env::observation_size];
+  Env::observe(p, s, obs);
+  CHECK(obs[0] == s.qpos[1]);
+  CHECK(obs[Env::nq - 1] == (TestType::terminates ? 10.0 : 25.0));
+  CHECK(obs[Env::nq] == (TestType::terminates ? -10.0 : -40.0));
+  using Full = typename TestType::template env_with_x<double>;
+  static_assert(Full::observation_size == Env::observation_size + 1);
+  double full[Full::observation_size];
+  Full::observe(typename Full::Params{}, s, full);
+  CHECK(full[0] == s.qpos[0]);
+}
+
+TEST_CASE("Hopper-v5's and Walker2d-v5's healthy checks", "[mujoco][envs]") {
+  {
+    using Env = hopper<double>;
+    const Env::Params p{};
+    Env::State s{};
+    for (int i = 0; i < Env::nq; ++i) s.qpos[i] = p.model.qpos0[i];
+    CHECK(Env::is_healthy(p, s));
+    s.qpos[1] = 0.7;  // open interval
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qpos[1] = 0.71;
+    s.qpos[2] = 0.2;
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qpos[2] = -0.19;
+    CHECK(Env::is_healthy(p, s));
+    s.qvel[0] = 100;  // healthy_state_range covers qpos[2:] and every qvel
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qvel[0] = 99;
+    s.qpos[5] = -100.5;
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qpos[5] = 0;
+    s.qpos[0] = 1e6;  // x is not checked
+    CHECK(Env::is_healthy(p, s));
+    s.qpos[1] = std::nan("");
+    CHECK_FALSE(Env::is_healthy(p, s));
+  }
+  {
+    using Env = walker2d<double>;
+    const Env::Params p{};
+    Env::State s{};
+    for (int i = 0; i < Env::nq; ++i) s.qpos[i] = p.model.qpos0[i];
+    CHECK(Env::is_healthy(p, s));
+    s.qpos[1] = 2.0;
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qpos[1] = 0.81;
+    s.qpos[2] = -1.0;
+    CHECK_FALSE(Env::is_healthy(p, s));
+    s.qpos[2] = 0.99;
+    s.qvel[3] = 1e5;  // Walker2d-v5 has no healthy_state_range
+    CHECK(Env::is_healthy(p, s));
+  }
+}
+
+TEST_CASE("the registry knows HalfCheetah-v5, Hopper-v5 and Walker2d-v5 with Gymnasium's settings",
+          "[mujoco][envs][registry]") {
+  struct expected {
+    const char* id;
+    int obs, act;
+    double threshold;
+  };
+  for (const expected& x : {expected{"HalfCheetah-v5", 17, 6, 4800.0}, expected{"Hopper-v5", 11, 3, 3800.0},
+                            expected{"Walker2d-v5", 17, 6, std::nan("")}}) {
+    INFO(x.id);
+    REQUIRE(is_registered(x.id));
+    bool found = false;
+    for (const env_info& e : registered_envs()) {
+      if (e.id != x.id) continue;
+      found = true;
+      CHECK(e.action_space == action_kind::continuous);
+      CHECK(e.observation_size == x.obs);
+      CHECK(e.action_size == x.act);
+      CHECK(e.action_low == -1.0);
+      CHECK(e.action_high == 1.0);
+      CHECK(e.max_episode_steps == 1000);
+      if (std::isnan(x.threshold)) CHECK(std::isnan(e.reward_threshold));
+      else CHECK(e.reward_threshold == x.threshold);
+    }
+    CHECK(found);
+  }
+  visit_env<double>("Hopper-v5", [](auto entry) {
+    using Env = typename decltype(entry)::env_type;
+    CHECK(std::is_same_v<Env, hopper<double>>);
+    if constexpr (std::is_same_v<Env, hopper<double>>) CHECK(entry.params.frame_skip == 4);
+  });
+  CHECK_THROWS_AS(visit_env("Hopper-v4", [](auto) {}), unknown_env);
+}

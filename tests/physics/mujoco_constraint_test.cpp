@@ -1,0 +1,685 @@
+// Collision, constraint rows and the Newton solver against MuJoCo's C library along random
+// trajectories of the three Gymnasium models. Our position/velocity-stage inputs are copied FROM
+// MuJoCo's mjData after mj_forward (geom frames, cdof, subtree_com, qM (factorised by smooth.hpp's
+// factor_inertia), qfrc_smooth, qacc_smooth),
+// so these stages are tested on their own: the same contacts (pairs, count, order) and rows
+// (types, ids), contact geometry and every row quantity to rounding, and the constrained
+// acceleration against a tightly converged MuJoCo solve and against MuJoCo's default (early
+// stopping) settings, with the same iteration and line-search counts. The stages follow MuJoCo's
+// order of operations, so the measured errors are 0 (bit-identical); the tolerances are the
+// issue's. Also: the colliders MuJoCo's models here do not reach (spheres, parallel capsules),
+// perturbed constraint sets, extreme states, float, and forward/step with constraints.
+#include "mujoco_fixture.hpp"
+
+#include <rlkernels/physics/collision.hpp>
+#include <rlkernels/physics/constraint.hpp>
+#include <rlkernels/physics/smooth.hpp>
+#include <rlkernels/physics/solver.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
+using namespace rlk_test;
+namespace physics = rlkernels::physics;
+
+namespace {
+
+/// Fills our data's inputs of the constraint stages from MuJoCo's data after mj_forward.
+template <class Scalar, class Dims>
+void fill_from_mujoco(const mjModel* m, const mjData* d, physics::data<Scalar, Dims>& ours) {
+  copy_state_from_mujoco(m, d, ours);
+  for (int g = 0; g < m->ngeom; ++g) {
+    for (int k = 0; k < 3; ++k) ours.geom_xpos[g][k] = Scalar(d->geom_xpos[3 * g + k]);
+    for (int k = 0; k < 9; ++k) ours.geom_xmat[g][k] = Scalar(d->geom_xmat[9 * g + k]);
+  }
+  for (int b = 0; b < m->nbody; ++b) {
+    for (int k = 0; k < 3; ++k) ours.xpos[b][k] = Scalar(d->xpos[3 * b + k]);
+    for (int k = 0; k < 9; ++k) ours.xmat[b][k] = Scalar(d->xmat[9 * b + k]);
+    for (int k = 0; k < 3; ++k) ours.subtree_com[b][k] = Scalar(d->subtree_com[3 * b + k]);
+  }
+  for (int j = 0; j < m->njnt; ++j)
+    for (int k = 0; k < 3; ++k) {
+      ours.xanchor[j][k] = Scalar(d->xanchor[3 * j + k]);
+      ours.xaxis[j][k] = Scalar(d->xaxis[3 * j + k]);
+    }
+  const int nv = m->nv;
+  for (int i = 0; i < nv; ++i)
+    for (int k = 0; k < 6; ++k) ours.cdof[i][k] = Scalar(d->cdof[6 * i + k]);
+  std::unique_ptr<double[]> M(new double[nv * nv]);
+  mj_fullM(m, d, M.get());
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nv; ++j) ours.qM[i][j] = Scalar(M[i * nv + j]);
+  for (int i = 0; i < nv; ++i) {
+    ours.qfrc_smooth[i] = Scalar(d->qfrc_smooth[i]);
+    ours.qacc_smooth[i] = Scalar(d->qacc_smooth[i]);
+  }
+}
+
+template <class Scalar, class Dims>
+void run_stages(const physics::model<Scalar, Dims>& m, physics::data<Scalar, Dims>& d) {
+  physics::factor_inertia(m, d);  // of the qM copied from MuJoCo (the solver's M^-1)
+  physics::collide(m, d);
+  physics::make_constraint(m, d);
+  physics::reference_constraint(m, d);
+  physics::solve_constraint(m, d);
+}
+
+struct max_errors {
+  double contact_geom = 0, contact_param = 0;
+  double J = 0, pos = 0, margin = 0, diag = 0, R = 0, D = 0, KBIP = 0, vel = 0, aref = 0;
+  double qacc_trunc = 0, qacc_tight = 0, force_tight = 0, qacc_default = 0, qacc_float = 0;
+  long states = 0, with_contacts = 0, contacts = 0, rows = 0, rows_limit = 0, rows_frictionless = 0, rows_pyramidal = 0;
+  long excluded = 0, self_contacts = 0;
+  long neval_diff = 0, niter_diff = 0, niter_ours = 0, niter_mj = 0, float_nonfinite = 0;
+  int max_float_niter = 0;
+};
+
+void upd(double& e, double v) { e = std::max(e, std::isnan(v) ? INFINITY : v); }
+double rel(double a, double b) { return scaled_error(a, b); }
+
+/// Compares contacts and rows of ours with MuJoCo's data d (after mj_forward); REQUIREs structure.
+template <class Dims>
+void compare_rows(const mjModel* m, const mjData* d, const physics::data<double, Dims>& o, max_errors& e) {
+  const int nv = m->nv;
+  REQUIRE(o.ncon == d->ncon);
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    const auto& oc = o.con[i];
+    INFO("contact " << i);
+    REQUIRE(oc.geom1 == c.geom[0]);
+    REQUIRE(oc.geom2 == c.geom[1]);
+    REQUIRE(oc.dim == c.dim);
+    REQUIRE(oc.exclude == (c.exclude != 0 ? 1 : 0));
+    REQUIRE(oc.efc_address == c.efc_address);
+    e.excluded += oc.exclude;
+    e.self_contacts += m->geom_type[c.geom[0]] != mjGEOM_PLANE;
+    upd(e.contact_geom, rel(oc.dist, c.dist));
+    for (int k = 0; k < 3; ++k) upd(e.contact_geom, rel(oc.pos[k], c.pos[k]));
+    for (int k = 0; k < 9; ++k) upd(e.contact_geom, rel(oc.frame[k], c.frame[k]));
+    upd(e.contact_param, rel(oc.includemargin, c.includemargin));
+    upd(e.contact_param, rel(oc.mu, c.mu));
+    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.friction[k], c.friction[k]));
+    for (int k = 0; k < 2; ++k) upd(e.contact_param, rel(oc.solref[k], c.solref[k]));
+    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.solimp[k], c.solimp[k]));
+  }
+  REQUIRE(o.nefc == d->nefc);
+  REQUIRE(o.nl == d->nl);
+  for (int r = 0; r < d->nefc; ++r) {
+    INFO("row " << r);
+    REQUIRE(o.efc_type[r] == d->efc_type[r]);
+    REQUIRE(o.efc_id[r] == d->efc_id[r]);
+    for (int k = 0; k < nv; ++k) upd(e.J, rel(o.efc_J[r][k], d->efc_J[r * nv + k]));
+    upd(e.pos, rel(o.efc_pos[r], d->efc_pos[r]));
+    upd(e.margin, rel(o.efc_margin[r], d->efc_margin[r]));
+    // relative: diagA, R, D, KBIP and aref span many orders of magnitude
+    auto relative = [](double a, double b) { return std::fabs(a - b) / std::max(1e-300, std::fabs(b)); };
+    upd(e.diag, relative(o.efc_diagApprox[r], d->efc_diagA[r]));
+    upd(e.R, relative(o.efc_R[r], d->efc_R[r]));
+    upd(e.D, relative(o.efc_D[r], d->efc_D[r]));
+    for (int k = 0; k < 4; ++k)
+      upd(e.KBIP, std::fabs(o.efc_KBIP[r][k] - d->efc_KBIP[4 * r + k]) / std::max(1.0, std::fabs(d->efc_KBIP[4 * r + k])));
+    upd(e.vel, rel(o.efc_vel[r], d->efc_vel[r]));
+    // aref = -B vel - K I (pos - margin) cancels: relative to the size of its terms
+    const double* kbip = d->efc_KBIP + 4 * r;
+    const double terms = std::fabs(kbip[1] * d->efc_vel[r]) + std::fabs(kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]));
+    upd(e.aref, std::fabs(o.efc_aref[r] - d->efc_aref[r]) / std::max(1.0, terms));
+    if (d->efc_type[r] == mjCNSTR_LIMIT_JOINT) ++e.rows_limit;
+    if (d->efc_type[r] == mjCNSTR_CONTACT_FRICTIONLESS) ++e.rows_frictionless;
+    if (d->efc_type[r] == mjCNSTR_CONTACT_PYRAMIDAL) ++e.rows_pyramidal;
+  }
+  e.contacts += d->ncon;
+  e.rows += d->nefc;
+  e.with_contacts += d->ncon > 0;
+}
+
+template <class Case>
+void run_case(int episodes, int steps_per_episode, int frame_skip, double noise, bool print) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto mj_tight_model = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* mt = mj_tight_model.get();
+  mt->opt.tolerance = 1e-15;
+  mt->opt.iterations = 1000;
+  mt->opt.ls_iterations = 1000;
+  // truncated solves (few Newton and line-search iterations): exercise the line search's
+  // bracketing and its give-up paths, which a converged answer hides
+  constexpr int ntrunc = 3;
+  const int trunc_iter[ntrunc] = {1, 1, 2}, trunc_ls[ntrunc] = {2, 4, 7};
+  mj_model_ptr mj_trunc[ntrunc];
+  for (int k = 0; k < ntrunc; ++k) {
+    mj_trunc[k] = load_mj_model(gymnasium_asset(Case::xml));
+    mj_trunc[k]->opt.iterations = trunc_iter[k];
+    mj_trunc[k]->opt.ls_iterations = trunc_ls[k];
+  }
+  const auto sim = make_mj_data(m);  // the trajectory (default settings, as Gymnasium)
+  const auto ref = make_mj_data(m);  // mj_forward at each state, default settings
+  const auto tight = make_mj_data(mt);
+
+  auto ours_default = Case::template model<double>();
+  auto ours_tight = ours_default;
+  ours_tight.tolerance = 1e-15;
+  ours_tight.iterations = 1000;
+  ours_tight.ls_iterations = 1000;
+  const auto ours_float = Case::template model<float>();
+
+  max_errors e;
+  test_rng rng(12345);
+  const int nv = m->nv;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < m->nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        // the state mj_step is about to advance: MuJoCo's forward pass at it, default and tight
+        for (mjData* dd : {ref.get(), tight.get()}) {
+          mj_resetData(m, dd);
+          for (int i = 0; i < m->nq; ++i) dd->qpos[i] = sim->qpos[i];
+          for (int i = 0; i < nv; ++i) dd->qvel[i] = sim->qvel[i];
+          for (int i = 0; i < nv; ++i) dd->qacc_warmstart[i] = sim->qacc_warmstart[i];
+          for (int i = 0; i < m->nu; ++i) dd->ctrl[i] = sim->ctrl[i];
+          dd->time = sim->time;
+        }
+        mj_forward(m, ref.get());
+        mj_forward(mt, tight.get());
+        INFO(Case::name << " episode " << ep << " step " << t << " frame " << f);
+
+        physics::data<double, Dims> o;
+        fill_from_mujoco(m, ref.get(), o);
+        run_stages(ours_default, o);
+        REQUIRE(o.warning == 0);
+        compare_rows(m, ref.get(), o, e);
+        upd(e.qacc_default, max_scaled_error(o.qacc, ref->qacc, nv));
+        e.niter_ours += o.solver_niter;
+        e.niter_mj += ref->solver_niter[0];
+        e.niter_diff += o.solver_niter != ref->solver_niter[0];
+        int neval = 0;
+        for (int i = 0; i < std::min(ref->solver_niter[0], mjNSOLVER); ++i) neval += ref->solver[i].neval;
+        e.neval_diff += o.solver_neval != neval;
+
+        physics::data<double, Dims> ot;
+        fill_from_mujoco(m, ref.get(), ot);
+        run_stages(ours_tight, ot);
+        REQUIRE(ot.nefc == tight->nefc);
+        upd(e.qacc_tight, max_scaled_error(ot.qacc, tight->qacc, nv));
+        // (MuJoCo's island solver leaves its final states in iefc_state, not efc_state: forces only)
+        for (int r = 0; r < ot.nefc; ++r) upd(e.force_tight, scaled_error(ot.efc_force[r], tight->efc_force[r]));
+
+        for (int k = 0; k < ntrunc; ++k) {
+          mjData* dd = tight.get();  // reused: same sizes
+          mj_resetData(mj_trunc[k].get(), dd);
+          for (int i = 0; i < m->nq; ++i) dd->qpos[i] = sim->qpos[i];
+          for (int i = 0; i < nv; ++i) dd->qvel[i] = sim->qvel[i];
+          for (int i = 0; i < nv; ++i) dd->qacc_warmstart[i] = sim->qacc_warmstart[i];
+          for (int i = 0; i < m->nu; ++i) dd->ctrl[i] = sim->ctrl[i];
+          mj_forward(mj_trunc[k].get(), dd);
+          auto ours_trunc = ours_default;
+          ours_trunc.iterations = trunc_iter[k];
+          ours_trunc.ls_iterations = trunc_ls[k];
+          physics::data<double, Dims> otr;
+          fill_from_mujoco(m, ref.get(), otr);
+          run_stages(ours_trunc, otr);
+          upd(e.qacc_trunc, max_scaled_error(otr.qacc, dd->qacc, nv));
+        }
+
+        // float: the same inputs rounded once; must terminate, never NaN
+        physics::data<float, Dims> of;
+        fill_from_mujoco(m, ref.get(), of);
+        run_stages(ours_float, of);
+        bool finite = true;
+        for (int i = 0; i < nv; ++i) finite = finite && std::isfinite(of.qacc[i]);
+        e.float_nonfinite += !finite;
+        e.max_float_niter = std::max(e.max_float_niter, of.solver_niter);
+        if (of.warning == 0 && of.nefc == o.nefc) {
+          double ef = 0;
+          for (int i = 0; i < nv; ++i) ef = std::max(ef, scaled_error(of.qacc[i], o.qacc[i]));
+          upd(e.qacc_float, ef);
+        }
+        ++e.states;
+        mj_step(m, sim.get());
+      }
+    }
+  }
+  if (print) {
+    std::printf(
+        "[constraint] %s: %ld states (%ld with contacts; %ld contacts, %ld of them geom-geom, %ld excluded; %ld rows: "
+        "%ld limit, %ld frictionless, %ld pyramidal)\n"
+        "  contact dist/pos/frame %.3g, params %.3g; efc_J %.3g pos %.3g margin %.3g diagApprox %.3g R %.3g D %.3g "
+        "KBIP %.3g vel %.3g aref %.3g\n"
+        "  qacc vs tight MuJoCo %.3g (efc_force %.3g); vs default MuJoCo %.3g; "
+        "solver_niter differs in %ld states (ours %ld, MuJoCo %ld in total), line-search evaluations in %ld\n"
+        "  truncated solves (1-2 iterations, 2-7 line-search evaluations): qacc %.3g\n"
+        "  float: qacc vs double %.3g, non-finite %ld, max niter %d\n",
+        Case::name, e.states, e.with_contacts, e.contacts, e.self_contacts, e.excluded, e.rows, e.rows_limit,
+        e.rows_frictionless, e.rows_pyramidal, e.contact_geom, e.contact_param, e.J, e.pos, e.margin,
+        e.diag, e.R, e.D, e.KBIP, e.vel, e.aref, e.qacc_tight, e.force_tight, e.qacc_default,
+        e.niter_diff, e.niter_ours, e.niter_mj, e.neval_diff, e.qacc_trunc, e.qacc_float, e.float_nonfinite, e.max_float_niter);
+  }
+  CHECK(e.with_contacts > e.states / 4);  // the trajectories do exercise contacts
+  CHECK(e.contact_geom <= 1e-12);
+  CHECK(e.contact_param <= 1e-12);
+  CHECK(e.J <= 1e-12);
+  CHECK(e.pos <= 1e-12);
+  CHECK(e.margin <= 1e-12);
+  CHECK(e.diag <= 1e-12);
+  CHECK(e.R <= 1e-12);
+  CHECK(e.D <= 1e-12);
+  CHECK(e.KBIP <= 1e-12);
+  CHECK(e.vel <= 1e-12);
+  CHECK(e.aref <= 1e-12);
+  CHECK(e.qacc_tight <= 1e-11);
+  CHECK(e.qacc_default <= 1e-10);  // early stopping on both sides, the same decisions: rounding level measured
+  CHECK(e.qacc_trunc <= 1e-10);
+  // the same stopping decisions and line-search paths (0 differences measured; rounding could flip a rare one)
+  CHECK(e.niter_diff <= 1);
+  CHECK(e.neval_diff <= 1);
+  CHECK(e.float_nonfinite == 0);
+  CHECK(e.max_float_niter <= ours_float.iterations);
+}
+
+}  // namespace
+
+TEST_CASE("collision, constraint rows and Newton solve equal MuJoCo along random trajectories", "[mujoco][constraint]") {
+  SECTION("hopper") { run_case<hopper_case>(6, 150, 4, 5e-3, true); }
+  SECTION("walker2d") { run_case<walker2d_case>(6, 150, 4, 5e-3, true); }
+  SECTION("half_cheetah") { run_case<half_cheetah_case>(6, 120, 5, 0.1, true); }
+}
+
+namespace {
+
+/// The solver alone on harder problems than the trajectories give: MuJoCo's rows at trajectory
+/// states with randomly perturbed reference accelerations (rows switch between active and
+/// satisfied along the search direction, so the line search must bracket), solved by MuJoCo's
+/// monolithic Newton (islands disabled: the meaninertia*nv scaling) and by ours.
+template <class Case>
+void run_perturbed(int episodes, int steps_per_episode, int frame_skip, double noise, double size) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto mj_solve_model = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* ms = mj_solve_model.get();
+  ms->opt.disableflags |= mjDSBL_ISLAND;
+  const auto sim = make_mj_data(m);
+  const auto ref = make_mj_data(ms);
+  auto ours = Case::template model<double>();
+  ours.disableflags |= physics::disable_island;
+  auto ours_short = ours;  // few line-search evaluations: the give-up paths
+  ours_short.ls_iterations = 5;
+  test_rng rng(777);
+  const int nv = m->nv;
+  double err = 0, err_short = 0;
+  long solved = 0, niter_diff = 0, niter = 0, neval_diff = 0, nevals = 0;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < m->nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        for (int variant = 0; variant < 2; ++variant) {
+          ms->opt.ls_iterations = variant == 0 ? m->opt.ls_iterations : ours_short.ls_iterations;
+          mj_resetData(ms, ref.get());
+          for (int i = 0; i < m->nq; ++i) ref->qpos[i] = sim->qpos[i];
+          for (int i = 0; i < nv; ++i) ref->qvel[i] = sim->qvel[i];
+          for (int i = 0; i < nv; ++i) ref->qacc_warmstart[i] = sim->qacc_warmstart[i];
+          for (int i = 0; i < m->nu; ++i) ref->ctrl[i] = sim->ctrl[i];
+          mj_forward(ms, ref.get());
+          if (ref->nefc == 0) break;
+          physics::data<double, Dims> o;
+          fill_from_mujoco(ms, ref.get(), o);
+          const auto& om = variant == 0 ? ours : ours_short;
+          physics::factor_inertia(om, o);
+          physics::collide(om, o);
+          physics::make_constraint(om, o);
+          physics::reference_constraint(om, o);
+          REQUIRE(o.nefc == ref->nefc);
+          for (int r = 0; r < o.nefc; ++r) {
+            const double p = rng.uniform(-size, size) * (std::fabs(ref->efc_aref[r]) + 1.0);
+            ref->efc_aref[r] += p;
+            o.efc_aref[r] = ref->efc_aref[r];
+          }
+          mj_fwdConstraint(ms, ref.get());
+          physics::solve_constraint(om, o);
+          double& e = variant == 0 ? err : err_short;
+          e = std::max(e, max_scaled_error(o.qacc, ref->qacc, nv));
+          int neval = 0;
+          for (int i = 0; i < std::min(ref->solver_niter[0], mjNSOLVER); ++i) neval += ref->solver[i].neval;
+          neval_diff += o.solver_neval != neval;
+          nevals += neval;
+          if (variant == 0) {
+            ++solved;
+            niter += o.solver_niter;
+            niter_diff += o.solver_niter != ref->solver_niter[0];
+          }
+        }
+        mj_step(m, sim.get());
+      }
+    }
+  }
+  ms->opt.ls_iterations = m->opt.ls_iterations;
+  std::printf("[constraint] %s, perturbed aref (+-%g x), no islands: %ld solves, %ld Newton iterations; qacc vs MuJoCo %.3g "
+              "(ls_iterations 5: %.3g); solver_niter differs in %ld; line-search evaluations (%ld) differ in %ld solves\n",
+              Case::name, size, solved, niter, err, err_short, niter_diff, nevals, neval_diff);
+  CHECK(solved > 100);
+  CHECK(err <= 1e-10);
+  CHECK(err_short <= 1e-10);
+  CHECK(niter_diff <= solved / 100);
+  CHECK(neval_diff <= 1);  // the same line-search path, evaluation by evaluation (0 measured)
+}
+
+}  // namespace
+
+TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mujoco][constraint]") {
+  SECTION("hopper") { run_perturbed<hopper_case>(3, 100, 4, 5e-3, 3.0); }
+  SECTION("walker2d") { run_perturbed<walker2d_case>(3, 100, 4, 5e-3, 3.0); }
+  SECTION("half_cheetah") { run_perturbed<half_cheetah_case>(3, 100, 5, 0.1, 3.0); }
+}
+
+namespace {
+
+/// Two free bodies over a plane, for the colliders the Gymnasium models do not reach (spheres,
+/// parallel capsules) and for the parameter mixing (priority, solmix, condim, gaps).
+struct primitive_dims {
+  static constexpr int nq = 14, nv = 12, nu = 0, nbody = 3, njnt = 2, ngeom = 3;
+  static constexpr int npair = 3, ncon = 6, nefc = 24;
+};
+
+std::string primitive_xml(const char* type_a, const char* size_a, const char* type_b, const char* size_b,
+                          bool mixed_priority) {
+  std::ostringstream x;
+  x << "<mujoco><worldbody>"
+    << "<geom name='floor' type='plane' size='5 5 .1' margin='0.004' gap='0.002' condim='3' friction='0.8 0.01 0.001'"
+    << " solref='0.03 1.2' solimp='0.8 0.9 0.01 0.4 3' solmix='2'/>"
+    << "<body name='a' pos='0 0 0.2'><freejoint/><geom type='" << type_a << "' size='" << size_a << "'"
+    << " margin='0.01' gap='0.005' condim='1' friction='1.2 0.02 0.002' solref='0.02 1' solimp='0.9 0.95 0.001 0.5 2'"
+    << " solmix='0.5'" << (mixed_priority ? " priority='1'" : "") << "/></body>"
+    << "<body name='b' pos='0 0 0.4'><freejoint/><geom type='" << type_b << "' size='" << size_b << "'"
+    << " margin='0.002' condim='3' friction='0.6 0.005 0.0001' solref='-1000 -20' solimp='0.7 0.99 0.02 0.5 1'"
+    << " solmix='1'/></body>"
+    << "</worldbody></mujoco>";
+  return x.str();
+}
+
+}  // namespace
+
+TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules", "[mujoco][constraint]") {
+  struct shape_case {
+    const char *ta, *sa, *tb, *sb;
+    bool parallel;
+  };
+  const shape_case cases[] = {{"sphere", "0.1", "sphere", "0.07", false},
+                              {"sphere", "0.08", "capsule", "0.05 0.15", false},
+                              {"capsule", "0.06 0.2", "capsule", "0.05 0.15", false},
+                              {"capsule", "0.06 0.2", "capsule", "0.05 0.15", true}};
+  double err = 0;
+  long contacts = 0, geom_geom = 0, excluded = 0, configurations = 0, two_contacts = 0;
+  test_rng rng(99);
+  for (const auto& sc : cases) {
+    for (int prio = 0; prio < 2; ++prio) {
+      const std::string xml = primitive_xml(sc.ta, sc.sa, sc.tb, sc.sb, prio == 1);
+      char error[1024] = "";
+      mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, error, sizeof error);
+      INFO(error);
+      REQUIRE(spec != nullptr);
+      mjModel* raw = mj_compile(spec, nullptr);
+      mj_deleteSpec(spec);
+      REQUIRE(raw != nullptr);
+      mj_model_ptr mm(raw);
+      mjModel* m = mm.get();
+      const auto dd = make_mj_data(m);
+      mjData* d = dd.get();
+      physics::model<double, primitive_dims> pm{};
+      for (int g = 0; g < 3; ++g) {
+        pm.geom_type_[g] = static_cast<physics::geom_type>(m->geom_type[g]);
+        pm.geom_bodyid[g] = m->geom_bodyid[g];
+        pm.geom_condim[g] = m->geom_condim[g];
+        pm.geom_priority[g] = m->geom_priority[g];
+        pm.geom_solmix[g] = m->geom_solmix[g];
+        pm.geom_margin[g] = m->geom_margin[g];
+        pm.geom_gap[g] = m->geom_gap[g];
+        for (int k = 0; k < 2; ++k) pm.geom_solref[g][k] = m->geom_solref[2 * g + k];
+        for (int k = 0; k < 5; ++k) pm.geom_solimp[g][k] = m->geom_solimp[5 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_friction[g][k] = m->geom_friction[3 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_size[g][k] = m->geom_size[3 * g + k];
+      }
+      const int pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
+      for (int p = 0; p < 3; ++p) {
+        pm.pair_geom1[p] = pairs[p][0];
+        pm.pair_geom2[p] = pairs[p][1];
+        pm.pair_maxcon[p] = 2;
+        pm.pair_conadr[p] = 2 * p;
+      }
+      for (int trial = 0; trial < 3000; ++trial) {
+        mj_resetData(m, d);
+        double q[4];
+        for (int body = 0; body < 2; ++body) {
+          double* qp = d->qpos + 7 * body;
+          qp[0] = rng.uniform(-0.15, 0.15);
+          qp[1] = rng.uniform(-0.15, 0.15);
+          qp[2] = rng.uniform(0.0, 0.35);
+          if (body == 0 || !sc.parallel) {
+            double n = 0;
+            for (int k = 0; k < 4; ++k) {
+              q[k] = rng.uniform(-1, 1);
+              n += q[k] * q[k];
+            }
+            for (int k = 0; k < 4; ++k) q[k] /= std::sqrt(n);
+          }
+          for (int k = 0; k < 4; ++k) qp[3 + k] = q[k];
+        }
+        if (sc.parallel && trial % 2 == 0) {  // side by side: overlapping along the common axis
+          double axis[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+          mjtNum mat[9];
+          mju_quat2Mat(mat, q);
+          const double s = rng.uniform(-0.3, 0.3), off = rng.uniform(0.08, 0.13);
+          for (int k = 0; k < 3; ++k) d->qpos[7 + k] = axis[k] + s * mat[3 * k + 2] + off * mat[3 * k + 0];
+        }
+        mj_kinematics(m, d);
+        mj_collision(m, d);
+        physics::data<double, primitive_dims> o{};
+        for (int g = 0; g < 3; ++g) {
+          for (int k = 0; k < 3; ++k) o.geom_xpos[g][k] = d->geom_xpos[3 * g + k];
+          for (int k = 0; k < 9; ++k) o.geom_xmat[g][k] = d->geom_xmat[9 * g + k];
+        }
+        physics::collide(pm, o);
+        INFO(sc.ta << "-" << sc.tb << (sc.parallel ? " parallel" : "") << " priority " << prio << " trial " << trial);
+        REQUIRE(o.warning == 0);
+        REQUIRE(o.ncon == d->ncon);
+        // MuJoCo orders contacts by its broad phase; ours by pair: match within (geom1, geom2) order
+        int used[6] = {0, 0, 0, 0, 0, 0};
+        for (int i = 0; i < d->ncon; ++i) {
+          const mjContact& c = d->contact[i];
+          int j = 0;
+          while (j < o.ncon && (used[j] || o.con[j].geom1 != c.geom[0] || o.con[j].geom2 != c.geom[1])) ++j;
+          REQUIRE(j < o.ncon);
+          used[j] = 1;
+          const auto& oc = o.con[j];
+          REQUIRE(oc.dim == c.dim);
+          REQUIRE(oc.exclude == (c.exclude != 0));
+          err = std::max(err, scaled_error(oc.dist, c.dist));
+          err = std::max(err, scaled_error(oc.includemargin, c.includemargin));
+          for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
+          for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
+          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
+          for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
+          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+          geom_geom += c.geom[0] != 0;
+          excluded += oc.exclude;
+        }
+        int between = 0;
+        for (int i = 0; i < d->ncon; ++i) between += d->contact[i].geom[0] == 1 && d->contact[i].geom[1] == 2;
+        two_contacts += between == 2;  // only the parallel-capsule branch makes 2
+        contacts += d->ncon;
+        ++configurations;
+      }
+    }
+  }
+  std::printf("[constraint] primitives: %ld configurations, %ld contacts (%ld geom-geom, %ld in the gap, %ld parallel-capsule pairs with 2 contacts); "
+              "max error %.3g\n",
+              configurations, contacts, geom_geom, excluded, two_contacts, err);
+  CHECK(geom_geom > 1000);
+  CHECK(excluded > 50);
+  CHECK(two_contacts > 100);
+  CHECK(err <= 1e-12);
+}
+
+namespace {
+
+/// Far from the trajectories: random joint angles, bodies driven deep into the floor, large
+/// velocities. Double must still agree with MuJoCo; float must terminate and stay finite.
+template <class Case>
+void run_extreme(int states, double depth, double speed) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto d = make_mj_data(m);
+  const auto ours = Case::template model<double>();
+  const auto ours_f = Case::template model<float>();
+  test_rng rng(2024);
+  const int nv = m->nv;
+  double err = 0;
+  long nonfinite_f = 0, contacts = 0, rows = 0, mismatched = 0;
+  int max_niter_f = 0, max_rows = 0;
+  for (int s = 0; s < states; ++s) {
+    mj_resetData(m, d.get());
+    for (int i = 0; i < m->nq; ++i) d->qpos[i] = m->qpos0[i] + rng.uniform(-1.5, 1.5);
+    d->qpos[1] = m->qpos0[1] - rng.uniform(0.0, depth);  // rootz: into the floor
+    for (int i = 0; i < nv; ++i) d->qvel[i] = rng.uniform(-speed, speed);
+    for (int i = 0; i < nv; ++i) d->qacc_warmstart[i] = rng.uniform(-100, 100);
+    for (int a = 0; a < m->nu; ++a) d->ctrl[a] = rng.uniform(-1, 1);
+    mj_forward(m, d.get());
+    INFO(Case::name << " state " << s);
+    physics::data<double, Dims> o;
+    fill_from_mujoco(m, d.get(), o);
+    run_stages(ours, o);
+    if (o.warning & physics::warning_efc_full) {
+      // more rows than the model's slots: MuJoCo has no slots; ours must refuse cleanly
+      ++mismatched;
+      REQUIRE(o.nefc == 0);
+    } else {
+      REQUIRE(o.ncon == d->ncon);
+      REQUIRE(o.nefc == d->nefc);
+      err = std::max(err, max_scaled_error(o.qacc, d->qacc, nv));
+    }
+    contacts += d->ncon;
+    rows += d->nefc;
+    max_rows = std::max(max_rows, d->nefc);
+    physics::data<float, Dims> of;
+    fill_from_mujoco(m, d.get(), of);
+    run_stages(ours_f, of);
+    bool finite = true;
+    for (int i = 0; i < nv; ++i) finite = finite && std::isfinite(of.qacc[i]) && std::isfinite(of.qfrc_constraint[i]);
+    nonfinite_f += !finite;
+    max_niter_f = std::max(max_niter_f, of.solver_niter);
+  }
+  std::printf("[constraint] %s extreme states (depth %.2g, speed %.3g): %d states, %ld contacts, %ld rows (max %d of %d "
+              "slots; %ld over the slots); qacc vs MuJoCo %.3g; float: %ld non-finite, max niter %d\n",
+              Case::name, depth, speed, states, contacts, rows, max_rows, Dims::nefc, mismatched, err, nonfinite_f,
+              max_niter_f);
+  CHECK(err <= 1e-9);
+  CHECK(nonfinite_f == 0);
+  CHECK(max_niter_f <= ours_f.iterations);
+}
+
+}  // namespace
+
+TEST_CASE("extreme states: double agrees with MuJoCo, float terminates and stays finite", "[mujoco][constraint]") {
+  SECTION("hopper") { run_extreme<hopper_case>(3000, 0.8, 50); }
+  SECTION("walker2d") { run_extreme<walker2d_case>(3000, 0.8, 50); }
+  SECTION("half_cheetah") { run_extreme<half_cheetah_case>(3000, 0.5, 50); }
+}
+
+#include <rlkernels/physics/forward.hpp>
+
+namespace {
+
+/// The whole pipeline with constraints (physics::forward and physics::step, smooth stages
+/// included) from trajectory states: qacc against mj_forward, and one step against mj_step, with
+/// MuJoCo's default settings and with tightly converged solves on both sides.
+template <class Case>
+void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double noise) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto mj_tight = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* mt = mj_tight.get();
+  mt->opt.tolerance = 1e-15;
+  mt->opt.iterations = 1000;
+  mt->opt.ls_iterations = 1000;
+  const auto sim = make_mj_data(m);
+  const auto ref = make_mj_data(m);
+  const auto ours_default = Case::template model<double>();
+  auto ours_tight = ours_default;
+  ours_tight.tolerance = 1e-15;
+  ours_tight.iterations = 1000;
+  ours_tight.ls_iterations = 1000;
+  test_rng rng(31337);
+  const int nv = m->nv, nq = m->nq;
+  double e_fwd[2] = {0, 0}, e_step[2] = {0, 0};
+  long states = 0, constrained = 0;
+  auto data_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *data_ptr;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        INFO(Case::name << " episode " << ep << " step " << t << " frame " << f);
+        for (int variant = 0; variant < 2; ++variant) {
+          mjModel* mm = variant == 0 ? m : mt;
+          const auto& om = variant == 0 ? ours_default : ours_tight;
+          auto load = [&](mjData* dd) {
+            mj_resetData(mm, dd);
+            for (int i = 0; i < nq; ++i) dd->qpos[i] = sim->qpos[i];
+            for (int i = 0; i < nv; ++i) dd->qvel[i] = sim->qvel[i];
+            for (int i = 0; i < nv; ++i) dd->qacc_warmstart[i] = sim->qacc_warmstart[i];
+            for (int i = 0; i < m->nu; ++i) dd->ctrl[i] = sim->ctrl[i];
+            dd->time = sim->time;
+          };
+          load(ref.get());
+          mj_forward(mm, ref.get());
+          copy_state_from_mujoco(mm, ref.get(), o);
+          physics::forward(om, o);
+          REQUIRE(o.warning == 0);
+          REQUIRE(o.ncon == ref->ncon);
+          REQUIRE(o.nefc == ref->nefc);
+          e_fwd[variant] = std::max(e_fwd[variant], max_scaled_error(o.qacc, ref->qacc, nv));
+          if (variant == 0) constrained += ref->nefc > 0;
+          load(ref.get());
+          mj_step(mm, ref.get());
+          copy_state_from_mujoco(mm, sim.get(), o);
+          physics::step(om, o);
+          REQUIRE(o.warning == 0);
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qpos, ref->qpos, nq));
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qvel, ref->qvel, nv));
+          e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qacc_warmstart, ref->qacc_warmstart, nv));
+        }
+        ++states;
+        mj_step(m, sim.get());
+      }
+    }
+  }
+  std::printf("[constraint] %s full pipeline: %ld states (%ld with rows); forward qacc vs MuJoCo %.3g (tight %.3g); one "
+              "step qpos/qvel/warmstart %.3g (tight %.3g)\n",
+              Case::name, states, constrained, e_fwd[0], e_fwd[1], e_step[0], e_step[1]);
+  CHECK(constrained > states / 4);
+  CHECK(e_fwd[1] <= 1e-11);
+  CHECK(e_step[1] <= 1e-12);
+  CHECK(e_fwd[0] <= 1e-8);
+  CHECK(e_step[0] <= 1e-7);
+}
+
+}  // namespace
+
+TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constraint][forward]") {
+  SECTION("hopper") { run_pipeline<hopper_case>(4, 100, 4, 5e-3); }
+  SECTION("walker2d") { run_pipeline<walker2d_case>(4, 100, 4, 5e-3); }
+  SECTION("half_cheetah") { run_pipeline<half_cheetah_case>(4, 100, 5, 0.1); }
+}
