@@ -18,8 +18,7 @@
 // Rows: BM_vec_env_step/<id>/<backend>/<N> and BM_vec_env_step_unchecked/... for float,
 // BM_vec_env_step/<id>:double/<backend>/<N> ... for double, BM_mj_step/<id>/<backend>/<N> for
 // MuJoCo (host variants, when CMake found MuJoCo and Gymnasium's XML files: RLK_BENCH_MUJOCO,
-// RLK_GYMNASIUM_ASSETS). Each part is compiled only where it exists: the env headers are looked for
-// with __has_include, so this file builds before (and without) them. Built once per backend by
+// RLK_GYMNASIUM_ASSETS; without them those rows are left out). Built once per backend by
 // rlk_add_variants; benchmarks/compare.py runs it beside Gymnasium and EnvPool.
 #include <rlkernels/core/memory.hpp>
 #include <rlkernels/core/random.hpp>
@@ -29,18 +28,9 @@
 
 #include "../bench_common.hpp"
 
-#if __has_include(<rlkernels/envs/mujoco/hopper.hpp>)
-#include <rlkernels/envs/mujoco/hopper.hpp>
-#define RLK_BENCH_HAVE_HOPPER 1
-#endif
-#if __has_include(<rlkernels/envs/mujoco/walker2d.hpp>)
-#include <rlkernels/envs/mujoco/walker2d.hpp>
-#define RLK_BENCH_HAVE_WALKER2D 1
-#endif
-#if __has_include(<rlkernels/envs/mujoco/half_cheetah.hpp>)
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
-#define RLK_BENCH_HAVE_HALF_CHEETAH 1
-#endif
+#include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/walker2d.hpp>
 
 // MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
 #if defined(RLK_BENCH_MUJOCO) && !defined(RLK_BACKEND_CUDA)
@@ -78,7 +68,7 @@ constexpr std::size_t action_buffer_count = 4;  // cycled, so steps do not repea
 constexpr double min_time_s = 0.2;
 
 /// Threads an OpenMP loop over n envs keeps busy (1 on serial and CUDA).
-[[maybe_unused]] int busy_threads(std::int64_t n) {
+int busy_threads(std::int64_t n) {
 #if defined(RLK_BACKEND_OPENMP) && RLK_HAS_OPENMP
   return int(std::min<std::int64_t>(omp_get_max_threads(), n));
 #else
@@ -91,7 +81,7 @@ constexpr double min_time_s = 0.2;
 /// benchmarks/compare.py gets (128 steps, fewer for big batches: about 2^20 env steps, at least 8), so
 /// that the device check's 2^22 envs warm up in 8 steps. Enough to spread Hopper's and Walker2d's
 /// resets (random-action episodes last tens of steps); HalfCheetah never terminates.
-[[maybe_unused]] int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
+int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
 
 /// [action_buffer_count][n * width] actions uniform in [-1, 1] (the three models' ctrlrange);
 /// a pure function of n, so every row (ours and MuJoCo's) sees the same actions.
@@ -108,7 +98,7 @@ std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
 /// The counters of every row: env steps/s (items_per_second), physics steps/s, env steps/s per busy
 /// thread, and the completed episodes' mean length and return (warm-up included): ours and MuJoCo's
 /// rows should agree on these, as they step the same MDP under the same random policy.
-[[maybe_unused]] void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const rlk::episode_statistics& episodes) {
+void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const rlk::episode_statistics& episodes) {
   state.counters["mean_episode_length"] = episodes.mean_length;
   state.counters["mean_return"] = episodes.mean_return;
   state.counters["episodes"] = double(episodes.count);
@@ -124,7 +114,7 @@ std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
 /// The backend of our rows: on OpenMP with serial_below = 0, as openmp_backend's documentation
 /// advises for heavy elements (a physics env step is tens of microseconds; the default, 1024, would
 /// step batches under 1024 envs on one thread), so that every batch runs in parallel like MuJoCo's.
-[[maybe_unused]] bench_backend physics_backend() {
+bench_backend physics_backend() {
   bench_backend b{};
 #if defined(RLK_BACKEND_OPENMP)
   b.serial_below = 0;
@@ -385,25 +375,19 @@ int main(int argc, char** argv) {
   if (!rlk_bench::parse_options_or_report(argc, argv, "mujoco_bench")) return 2;
   const std::vector<std::int64_t> sizes = rlk_bench::batch_sizes_or(batch_sizes);
   for (const std::int64_t n : sizes) {
-#if RLK_BENCH_HAVE_HOPPER
     add_rlk_rows<rlk::hopper<float>, rlk::hopper<double>>("Hopper-v5", 4, n);
-#endif
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<hopper_spec>(n);
 #endif
   }
   for (const std::int64_t n : sizes) {
-#if RLK_BENCH_HAVE_WALKER2D
     add_rlk_rows<rlk::walker2d<float>, rlk::walker2d<double>>("Walker2d-v5", 4, n);
-#endif
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<walker2d_spec>(n);
 #endif
   }
   for (const std::int64_t n : sizes) {
-#if RLK_BENCH_HAVE_HALF_CHEETAH
     add_rlk_rows<rlk::half_cheetah<float>, rlk::half_cheetah<double>>("HalfCheetah-v5", 5, n);
-#endif
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<half_cheetah_spec>(n);
 #endif
