@@ -105,7 +105,7 @@ def set_state(m, d, qpos, qvel, ctrl, warm):
     d.act[:] = 0
 
 
-def record(mujoco, xml, frame_skip, noise, episodes, steps, seed):
+def record(mujoco, xml, frame_skip, noise, episodes, steps, seed, every=5):
     """Reference rollouts: initial states, actions, and the states visited (with warm starts)."""
     m = mujoco.MjModel.from_xml_path(xml)
     d = mujoco.MjData(m)
@@ -125,7 +125,7 @@ def record(mujoco, xml, frame_skip, noise, episodes, steps, seed):
         d.qpos[:] = q0[e]; d.qvel[:] = v0[e]
         mujoco.mj_forward(m, d)
         for t in range(steps):
-            if t % 5 == 0:  # a state every 5 env steps, with the next action and the warm start
+            if t % every == 0:  # a state every `every` env steps, with the next action and the warm start
                 sq.append(d.qpos.copy()); sv.append(d.qvel.copy()); sc.append(acts[e, t].copy())
                 sw.append(d.qacc_warmstart.copy())
             d.ctrl[:] = acts[e, t]
@@ -190,7 +190,15 @@ def evaluate(mujoco, xml, frame_skip, rec, patch, tight_only_steps=True):
                 mujoco.mj_step(m, d)
             step[mode].append(np.concatenate([d.qpos, d.qvel]))
         m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = tol, it, lsit
+        # default settings with islands disabled (the solver's termination scale then differs by release)
+        m.opt.disableflags = flags | int(mujoco.mjtDisableBit.mjDSBL_ISLAND)
+        set_state(m, d, q, v, c, w)
+        mujoco.mj_forward(m, d)
+        solve.setdefault("noisland", []).append(dict(qacc=d.qacc.copy(), niter=int(d.solver_niter[0])))
+        m.opt.disableflags = flags
     res = {k: np.array(vs) for k, vs in out.items()}
+    res["qacc_noisland"] = np.array([x["qacc"] for x in solve["noisland"]])
+    res["niter_noisland"] = np.array([x["niter"] for x in solve["noisland"]])
     res["ncon"] = np.array([x["ncon"] for x in cons])
     res["nefc"] = np.array([x["nefc"] for x in rows])
     for mode in ("tight", "default"):
@@ -233,13 +241,59 @@ def rollouts(mujoco, m, frame_skip, rec):
     return traj
 
 
+GYM_IDS = {"hopper": "Hopper-v5", "walker2d": "Walker2d-v5", "half_cheetah": "HalfCheetah-v5"}
+
+
+def gym_worker(args):
+    """Gymnasium's own env: reset(seed=episode), uniform random actions from a fixed generator."""
+    import gymnasium as gym
+    env = gym.make(GYM_IDS[args.model])
+    rng = np.random.default_rng(args.seed)
+    lens, rets, obs = [], [], []
+    for ep in range(args.episodes):
+        o, _ = env.reset(seed=ep)
+        total, seen = 0.0, [o]
+        for t in range(1000):
+            o, r, term, trunc, _ = env.step(rng.uniform(-1, 1, env.action_space.shape))
+            total += r
+            if t < 100:
+                seen.append(o)
+            if term or trunc:
+                break
+        lens.append(t + 1); rets.append(total)
+        pad = np.full((101, len(o)), np.nan); pad[:len(seen)] = seen; obs.append(pad)
+    import mujoco
+    np.savez(args.out, len=np.array(lens), ret=np.array(rets), obs=np.array(obs), version=np.array(mujoco.__version__))
+
+
+def gym_compare(a, b):
+    e = np.abs(a["obs"] - b["obs"]) / np.maximum(1.0, np.abs(a["obs"]))
+    e = np.where(np.isnan(e), 0.0, e)
+    per_t = e.max(axis=(0, 2))
+    ra, rb = a["ret"], b["ret"]
+    # two-sample Kolmogorov-Smirnov statistic of the returns (p-value by the asymptotic formula)
+    x = np.sort(np.concatenate([ra, rb]))
+    D = np.max(np.abs(np.searchsorted(np.sort(ra), x, side="right") / len(ra) - np.searchsorted(np.sort(rb), x, side="right") / len(rb)))
+    n = len(ra) * len(rb) / (len(ra) + len(rb))
+    lam = (np.sqrt(n) + 0.12 + 0.11 / np.sqrt(n)) * D
+    p = 1.0 if lam < 1e-3 else float(min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * np.exp(-2 * k * k * lam * lam) for k in range(1, 101)))))
+    return [("Gymnasium: same episode length", "%d of %d (mean %.1f vs %.1f)" % (int((a["len"] == b["len"]).sum()), len(ra), a["len"].mean(), b["len"].mean())),
+            ("Gymnasium: obs max error, env steps 0-10", float(per_t[:11].max())),
+            ("Gymnasium: obs max error, env steps 0-100", float(per_t.max())),
+            ("Gymnasium: max |return difference|", float(np.abs(ra - rb).max())),
+            ("Gymnasium: returns, KS test", "D %.3g, p %.3g (mean %.1f vs %.1f)" % (D, p, ra.mean(), rb.mean()))]
+
+
 def worker(args):
+    if args.worker == "gym":
+        gym_worker(args)
+        return
     import mujoco
     name = args.model
     xml, fs, noise, _ = MODELS[name]
     xml = os.path.join(gymnasium_assets(), xml)
     if args.worker == "record":
-        rec = record(mujoco, xml, fs, noise, args.episodes, args.steps, args.seed)
+        rec = record(mujoco, xml, fs, noise, args.episodes, args.steps, args.seed, args.state_every)
         np.savez(args.out, **rec)
         return
     rec = dict(np.load(args.states))
@@ -249,6 +303,7 @@ def worker(args):
     res.update(model_arrays(m))
     res["version"] = np.array(mujoco.__version__)
     res["nrec"] = rec["nrec"]
+    res["nq"] = np.array(m.nq)
     np.savez(args.out, **res)
 
 
@@ -294,6 +349,8 @@ def compare(ref, oth, name, kind):
     rows.append(("qacc, default solve", sub("qacc_default")))
     rows.append(("  niter differs / neval differs", "%d / %d of %d" % (
         int((ref["niter_default"] != oth["niter_default"]).sum()), int((ref["neval_default"] != oth["neval_default"]).sum()), S)))
+    rows.append(("qacc, default solve, islands disabled", sub("qacc_noisland")))
+    rows.append(("  niter differs (islands disabled)", "%d of %d" % (int((ref["niter_noisland"] != oth["niter_noisland"]).sum()), S)))
     rows.append(("one env step, tight", sub("step_tight")))
     rows.append(("one env step, default", sub("step_default")))
     tr, to = ref["traj"], oth["traj"]
@@ -303,9 +360,15 @@ def compare(ref, oth, name, kind):
     for t in (1, 10, 100, T):
         if t <= T:
             rows.append(("episodes: max error after %d env steps" % t, float(per_t[:t].max())))
+    first = []
+    for thr in (1e-9, 1e-6, 1e-3):
+        over = err.reshape(E, T, -1).max(axis=2) > thr
+        steps = np.where(over.any(axis=1), over.argmax(axis=1) + 1, T + 1)
+        first.append("%g: %s" % (thr, ("median %d, min %d" % (np.median(steps), steps.min())) if (steps <= T).any() else "never"))
+    rows.append(("episodes: first env step with error over", "; ".join(first)))
     if kind is not None:
         def term_step(traj):
-            nq = int(ref["model.nq"]) if "model.nq" in ref.files else None
+            nq = int(ref["nq"])
             out = []
             for e in range(E):
                 ts = T
@@ -317,6 +380,8 @@ def compare(ref, oth, name, kind):
         a, b = term_step(tr), term_step(to)
         rows.append(("episodes: same termination step", "%d of %d (mean length %.1f vs %.1f)" % (
             int((a == b).sum()), E, a.mean(), b.mean())))
+        upto = max(float(err[e, :a[e]].max()) for e in range(E))
+        rows.append(("episodes: max error up to termination", upto))
     return rows
 
 
@@ -348,20 +413,26 @@ def run_cxx(args):
         subprocess.run(cfg, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", args.cxx_build, "--target", "mujoco_reference_test", "-j", str(args.jobs)], check=True)
     exe = os.path.join(args.cxx_build, "tests", "mujoco_reference_test")
-    names = subprocess.run([exe, "--list-test-names-only"], capture_output=True, text=True).stdout.split("\n")
-    names = [n.strip() for n in names if n.strip()]
-    print("\n== C++ mujoco_reference_test against MuJoCo at %s" % args.mujoco_dir)
-    for n in names:
-        p = subprocess.run([exe, n], capture_output=True, text=True)
-        status = "passed" if p.returncode == 0 else "FAILED"
-        print("%-6s %s" % (status, n))
-        for line in p.stdout.splitlines():
-            if line.startswith("[") or "with expansion" in line:
-                print("       " + line.strip())
-        if p.returncode != 0:
-            fails = [l.strip() for l in p.stdout.splitlines() if "CHECK" in l or "REQUIRE" in l]
-            for l in fails[:6]:
-                print("       " + l)
+    xml_out = os.path.join(args.cxx_build, "mujoco_reference_test_junit.xml")
+    p = subprocess.run([exe, "-r", "junit", "-o", xml_out], capture_output=True, text=True)
+    print("\n== C++ mujoco_reference_test (our engine) against the MuJoCo at %s: exit status %d" % (args.mujoco_dir, p.returncode))
+    print("   what the cases measured:")
+    for line in p.stdout.splitlines():
+        if line.startswith("[") or line.startswith("  "):
+            print("   " + line)
+    import xml.etree.ElementTree as ET
+    cases = {}
+    for tc in ET.parse(xml_out).getroot().iter("testcase"):
+        top = tc.get("name", "").split("/")[0]
+        fails = cases.setdefault(top, [])
+        for f in list(tc.findall("failure")) + list(tc.findall("error")):
+            text = (f.text or "").strip().splitlines()
+            fails.append("%s: %s" % (tc.get("name"), " | ".join(t.strip() for t in text[:4])))
+    print("   cases:")
+    for top, fails in cases.items():
+        print("   %-6s %s" % ("FAILED" if fails else "passed", top))
+        for f in fails[:6]:
+            print("            " + f)
 
 
 def main():
@@ -372,13 +443,16 @@ def main():
     ap.add_argument("--episodes", type=int, default=40)
     ap.add_argument("--steps", type=int, default=200, help="env steps per replayed episode")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--state-every", type=int, default=5, help="record a state every N env steps of the rollouts")
     ap.add_argument("--cxx-build", help="build directory for mujoco_reference_test against the other release")
     ap.add_argument("--mujoco-dir", help="the other release's mujoco package directory (libmujoco.so.*, include/)")
     ap.add_argument("--no-configure", action="store_true")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", help="also write the tables as JSON here")
     # internal
-    ap.add_argument("--worker", choices=["record", "eval"])
+    ap.add_argument("--gymnasium", type=int, default=0, metavar="N",
+                    help="also run N Gymnasium v5 episodes per env in both interpreters (same seeds and actions)")
+    ap.add_argument("--worker", choices=["record", "eval", "gym"])
     ap.add_argument("--model"); ap.add_argument("--states"); ap.add_argument("--patch"); ap.add_argument("--out")
     args = ap.parse_args()
     if args.worker:
@@ -390,7 +464,8 @@ def main():
     tables = {}
     if args.other_python:
         tmp = tempfile.mkdtemp(prefix="rlk_mjcmp_")
-        common = ["--episodes", str(args.episodes), "--steps", str(args.steps), "--seed", str(args.seed)]
+        common = ["--episodes", str(args.episodes), "--steps", str(args.steps), "--seed", str(args.seed),
+                  "--state-every", str(args.state_every)]
         for name in args.models.split(","):
             st, r, o, p = (os.path.join(tmp, "%s_%s.npz" % (name, x)) for x in ("states", "ref", "other", "patched"))
             subprocess.run([args.ref_python, me, "--worker", "record", "--model", name, "--out", st] + common, check=True)
@@ -412,6 +487,15 @@ def main():
             for (k, a), (_, b) in zip(t1, t2):
                 print("   %-44s %-26s %s" % (k, fmt(a), fmt(b)))
             tables[name] = {"as_compiled": dict(t1), "patched": dict(t2), "model_diff": dict(diff)}
+            if args.gymnasium:
+                ga, gb = (os.path.join(tmp, "%s_gym_%s.npz" % (name, x)) for x in ("ref", "other"))
+                g = ["--model", name, "--episodes", str(args.gymnasium), "--seed", str(args.seed)]
+                subprocess.run([args.ref_python, me, "--worker", "gym", "--out", ga] + g, check=True)
+                subprocess.run([args.other_python, me, "--worker", "gym", "--out", gb] + g, check=True)
+                gt = gym_compare(np.load(ga), np.load(gb))
+                for k, v in gt:
+                    print("   %-44s %s" % (k, fmt(v)))
+                tables[name]["gymnasium"] = dict(gt)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(tables, f, indent=1, default=str)
