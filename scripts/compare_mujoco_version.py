@@ -283,8 +283,136 @@ def gym_compare(a, b):
             ("Gymnasium: max |return difference|", float(np.abs(ra - rb).max())),
             ("Gymnasium: returns, KS test", "D %.3g, p %.3g (mean %.1f vs %.1f)" % (D, p, ra.mean(), rb.mean()))]
 
+# --------------------------------------------------------------------------------------------------
+# probes of single functions and features (--probes): quaternion/eigen helpers, capsule-capsule
+# collision, RK4 for a free body, Ant-v5 (free joint, RK4)
+
+CAPSULES_XML = """<mujoco><worldbody>
+<body pos='0 0 0.2'><freejoint/><geom type='capsule' size='0.06 0.2' margin='0.01' gap='0.005' condim='3'/></body>
+<body pos='0 0 0.4'><freejoint/><geom type='capsule' size='0.05 0.15' margin='0.002' condim='3'/></body>
+</worldbody></mujoco>"""
+SPIN_XML = """<mujoco><option gravity='0 0 0' integrator='RK4' timestep='%r'/><worldbody><body><freejoint/>
+<inertial pos='0 0 0' mass='1' diaginertia='1 2 3'/></body></worldbody></mujoco>"""
+SPIN_STEPS = (0.02, 0.01, 0.005, 0.0025, 0.00125)
+
+
+def probe_worker(args):
+    import mujoco
+    out = {}
+    rng = np.random.default_rng(args.seed)
+    # helpers
+    q = rng.standard_normal((20000, 4)); q /= np.linalg.norm(q, axis=1, keepdims=True)
+    p = rng.standard_normal((20000, 4)); p /= np.linalg.norm(p, axis=1, keepdims=True)
+    mats, prods = np.zeros((20000, 9)), np.zeros((20000, 4))
+    for i in range(20000):
+        mujoco.mju_quat2Mat(mats[i], q[i]); mujoco.mju_mulQuat(prods[i], q[i], p[i])
+    out["quat2Mat"], out["mulQuat"] = mats, prods
+    sym = rng.standard_normal((2000, 3, 3)); sym = sym @ np.transpose(sym, (0, 2, 1))
+    eig = np.zeros((2000, 7))
+    for i in range(2000):
+        ev, vec, qq = np.zeros(3), np.zeros(9), np.zeros(4)
+        mujoco.mju_eig3(ev, vec, qq, sym[i].ravel().copy())
+        eig[i, :3], eig[i, 3:] = ev, qq
+        V = vec.reshape(3, 3)  # the eigenvectors (its columns)
+        eig_res = np.abs(sym[i] @ V - V * ev).max() / np.abs(ev).max()
+        out.setdefault("eig3_residual", []).append(eig_res)
+    out["eig3"] = eig
+    out["eig3_residual"] = np.array(out["eig3_residual"])
+    # capsule-capsule: random, exactly parallel side by side, near-parallel (1e-9..1e-3 rad)
+    m = mujoco.MjModel.from_xml_string(CAPSULES_XML); d = mujoco.MjData(m)
+    con = np.full((3, 6000, 1 + 2 * 14), np.nan)
+    for kind in range(3):
+        for t in range(6000):
+            q1 = rng.uniform(-1, 1, 4); q1 /= np.linalg.norm(q1)
+            mujoco.mj_resetData(m, d)
+            d.qpos[0:3] = rng.uniform(-0.15, 0.15, 3); d.qpos[3:7] = q1
+            if kind == 0:
+                q2 = rng.uniform(-1, 1, 4); q2 /= np.linalg.norm(q2)
+                d.qpos[7:10] = rng.uniform(-0.15, 0.15, 3)
+            else:
+                q2 = q1.copy()
+                if kind == 2:
+                    ang = 10 ** rng.uniform(-9, -3); ax = rng.standard_normal(3); ax /= np.linalg.norm(ax)
+                    q2 = np.zeros(4); mujoco.mju_mulQuat(q2, q1, np.concatenate([[np.cos(ang / 2)], np.sin(ang / 2) * ax]))
+                R = np.zeros(9); mujoco.mju_quat2Mat(R, q1); R = R.reshape(3, 3)
+                d.qpos[7:10] = d.qpos[0:3] + rng.uniform(-0.3, 0.3) * R[:, 2] + rng.uniform(0.08, 0.13) * R[:, 0]
+            d.qpos[10:14] = q2
+            mujoco.mj_kinematics(m, d); mujoco.mj_collision(m, d)
+            con[kind, t, 0] = d.ncon
+            for i in range(min(d.ncon, 2)):
+                c = d.contact[i]
+                con[kind, t, 1 + 14 * i:15 + 14 * i] = np.concatenate([[c.dist], c.pos, c.frame, [c.exclude]])
+    out["capsules"] = con
+    # RK4 on a torque-free asymmetric body: orientation at t = 1 for several steps, and a fine reference
+    spin = []
+    for h in SPIN_STEPS + (1e-5,):
+        m = mujoco.MjModel.from_xml_string(SPIN_XML % h); d = mujoco.MjData(m); d.qvel[3:] = [3, 0.2, -1]
+        for _ in range(int(round(1 / h))):
+            mujoco.mj_step(m, d)
+        spin.append(d.qpos[3:7].copy())
+    out["spin"] = np.array(spin)
+    # Ant-v5: 20 episodes of 100 env steps (frame_skip 5) from Gymnasium-like resets, random actions
+    m = mujoco.MjModel.from_xml_path(os.path.join(gymnasium_assets(), "ant.xml")); d = mujoco.MjData(m)
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    ant = np.zeros((20, 100, m.nv + m.nq + m.nv))
+    for e in range(20):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = m.qpos0 + rng.uniform(-0.1, 0.1, m.nq); d.qvel[:] = 0.1 * rng.standard_normal(m.nv)
+        mujoco.mj_forward(m, d)
+        for t in range(100):
+            d.ctrl[:] = rng.uniform(lo, hi)
+            mujoco.mj_forward(m, d); qacc = d.qacc.copy()
+            for _ in range(5):
+                mujoco.mj_step(m, d)
+            ant[e, t] = np.concatenate([qacc, d.qpos, d.qvel])
+    out["ant"] = ant; out["ant_nv"] = np.array(m.nv); out["version"] = np.array(mujoco.__version__)
+    np.savez(args.out, **out)
+
+
+def probe_compare(a, b):
+    rows = []
+    for k in ("quat2Mat", "mulQuat"):
+        dd = np.abs(a[k] - b[k])
+        rows.append(("mju_%s on 20,000 random quaternions" % k, "differs in %.0f%%, max %.3g" % (100 * (dd > 0).any(axis=1).mean(), dd.max())))
+    dd = np.abs(a["eig3"] - b["eig3"])
+    rows.append(("mju_eig3 on 2,000 random SPD matrices", "differs in %.0f%%, max %.3g; relative residual max %.3g (ref) vs %.3g (other)"
+                 % (100 * (dd > 0).any(axis=1).mean(), dd.max(), a["eig3_residual"].max(), b["eig3_residual"].max())))
+    for kind, name in enumerate(("random", "exactly parallel", "near-parallel")):
+        A, B = a["capsules"][kind], b["capsules"][kind]
+        ncd = int((A[:, 0] != B[:, 0]).sum()); dist = pos = frame = 0.0; exc = n = 0
+        for ra, rb in zip(A, B):
+            if ra[0] != rb[0]:
+                continue
+            ca = [ra[1 + 14 * i:15 + 14 * i] for i in range(int(ra[0]))]
+            cb = [rb[1 + 14 * i:15 + 14 * i] for i in range(int(rb[0]))]
+            if len(ca) == 2 and np.linalg.norm(ca[0][1:4] - cb[0][1:4]) > np.linalg.norm(ca[0][1:4] - cb[1][1:4]):
+                cb = cb[::-1]
+            for x, y in zip(ca, cb):
+                n += 1
+                dist = max(dist, abs(x[0] - y[0])); pos = max(pos, np.abs(x[1:4] - y[1:4]).max())
+                frame = max(frame, np.abs(x[4:13] - y[4:13]).max()); exc += int(x[13] != y[13])
+        rows.append(("capsule-capsule, %s (%d poses)" % (name, len(A)),
+                     "count differs in %d (2 contacts: %d vs %d); dist %.3g pos %.3g frame %.3g; exclude differs in %d of %d"
+                     % (ncd, int((A[:, 0] == 2).sum()), int((B[:, 0] == 2).sum()), dist, pos, frame, exc, n)))
+    for lab, x in (("reference", a), ("other", b)):
+        ref = x["spin"][-1]
+        errs = [min(np.linalg.norm(v - ref), np.linalg.norm(v + ref)) for v in x["spin"][:-1]]
+        order = np.log2(errs[-2] / errs[-1])
+        rows.append(("RK4 free body, orientation error at t=1 (%s)" % lab,
+                     "h=%s: %s; order %.2f" % ("..".join(str(h) for h in (SPIN_STEPS[0], SPIN_STEPS[-1])), " ".join("%.2g" % e for e in errs), order)))
+    nv = int(a["ant_nv"])
+    e = np.abs(a["ant"] - b["ant"]) / np.maximum(1.0, np.abs(a["ant"]))
+    rows.append(("Ant-v5: qacc at the reset states", float(e[:, 0, :nv].max())))
+    rows.append(("Ant-v5: one env step qpos / qvel", "%.3g / %.3g" % (e[:, 0, nv:2 * nv + 1].max(), e[:, 0, 2 * nv + 1:].max())))
+    rows.append(("Ant-v5: episodes after 5 / 10 / 20 / 100 env steps", " / ".join("%.3g" % e[:, :t, nv:].max() for t in (5, 10, 20, 100))))
+    return rows
+
+
 
 def worker(args):
+    if args.worker == "probe":
+        probe_worker(args)
+        return
     if args.worker == "gym":
         gym_worker(args)
         return
@@ -452,12 +580,15 @@ def main():
     # internal
     ap.add_argument("--gymnasium", type=int, default=0, metavar="N",
                     help="also run N Gymnasium v5 episodes per env in both interpreters (same seeds and actions)")
-    ap.add_argument("--worker", choices=["record", "eval", "gym"])
+    ap.add_argument("--probes", action="store_true",
+                    help="also probe single functions: quaternion/eigen helpers, capsule-capsule, RK4 free body, Ant-v5")
+    ap.add_argument("--worker", choices=["record", "eval", "gym", "probe"])
     ap.add_argument("--model"); ap.add_argument("--states"); ap.add_argument("--patch"); ap.add_argument("--out")
     args = ap.parse_args()
     if args.worker:
         worker(args)
         return
+    tmp = None
     if not args.other_python and not args.cxx_build:
         ap.error("give --other-python and/or --cxx-build with --mujoco-dir")
     me = os.path.abspath(__file__)
@@ -496,6 +627,15 @@ def main():
                 for k, v in gt:
                     print("   %-44s %s" % (k, fmt(v)))
                 tables[name]["gymnasium"] = dict(gt)
+    if args.other_python and args.probes:
+        pa, pb = (os.path.join(tmp, "probe_%s.npz" % x) for x in ("ref", "other"))
+        subprocess.run([args.ref_python, me, "--worker", "probe", "--seed", str(args.seed), "--out", pa], check=True)
+        subprocess.run([args.other_python, me, "--worker", "probe", "--seed", str(args.seed), "--out", pb], check=True)
+        pr = probe_compare(np.load(pa), np.load(pb))
+        print("\n== probes (reference vs other)")
+        for k, v in pr:
+            print("   %-52s %s" % (k, fmt(v)))
+        tables["probes"] = dict(pr)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(tables, f, indent=1, default=str)
