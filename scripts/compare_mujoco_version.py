@@ -19,9 +19,20 @@ Two parts:
    Since our engine equals MuJoCo 3.12.0 bit for bit (tests/physics/mujoco_*_test.cpp), the
    reference-vs-other column is also our engine's error against the other release.
 
-2. C++ (with --cxx-build and --mujoco-dir): configures and builds mujoco_reference_test against the
+2. Gymnasium (--gymnasium N): N episodes of Gymnasium's own Hopper-v5, Walker2d-v5 and
+   HalfCheetah-v5 in both interpreters (reset(seed=episode), the same random actions): episode
+   lengths, observations, returns (two-sample Kolmogorov-Smirnov test).
+
+3. Probes (--probes): mju_quat2Mat, mju_mulQuat and mju_eig3 on random inputs, capsule-capsule
+   collision (random, exactly parallel and near-parallel axes), RK4's order of accuracy on a
+   torque-free free body, and Ant-v5 (free joint, RK4) episodes.
+
+4. C++ (with --cxx-build and --mujoco-dir): configures and builds mujoco_reference_test against the
    other release's C library and runs it, printing each test case's result and the errors the
    cases print (our engine measured directly against the other release).
+
+The other interpreter needs the other mujoco and gymnasium[mujoco]; e.g. for 4.0.0:
+    python3 -m venv /tmp/venv4 && /tmp/venv4/bin/pip install mujoco==4.0.0 "gymnasium[mujoco]==1.4.0"
 
 The worker modes (--worker ...) are internal: the script runs itself in each interpreter.
 """
