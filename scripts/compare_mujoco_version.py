@@ -588,6 +588,7 @@ def main():
     ap.add_argument("--no-configure", action="store_true")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", help="also write the tables as JSON here")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory of recorded and evaluated states")
     # internal
     ap.add_argument("--gymnasium", type=int, default=0, metavar="N",
                     help="also run N Gymnasium v5 episodes per env in both interpreters (same seeds and actions)")
@@ -650,6 +651,12 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(tables, f, indent=1, default=str)
+    if tmp is not None:
+        if args.keep:
+            print("\n(recorded and evaluated states kept in %s)" % tmp)
+        else:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
     if args.cxx_build:
         if not args.mujoco_dir:
             ap.error("--cxx-build needs --mujoco-dir")
