@@ -25,6 +25,14 @@
 #endif
 #endif
 
+#if defined(__CUDA_ARCH__)
+/// In device code, keeps a large function out of line (the physics engine's stages: inlining
+/// them into every caller multiplies nvcc's time and the kernel's size); nothing on the host.
+#define RLK_DEVICE_NOINLINE __noinline__
+#else
+#define RLK_DEVICE_NOINLINE
+#endif
+
 #if defined(_OPENMP)
 /// 1 when OpenMP is enabled for this translation unit (the OpenMP backend then runs in parallel).
 #define RLK_HAS_OPENMP 1

@@ -18,7 +18,7 @@ namespace detail {
 
 /// mj_forward without touching d.warning (step() accumulates the bits of all its passes).
 template <class S, class D>
-RLK_HOST_DEVICE void forward_pass(const model<S, D>& m, data<S, D>& d) {
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data<S, D>& d) {
   const int flags = m.disableflags;
   // position stage (mj_fwdPosition)
   kinematics(m, d);

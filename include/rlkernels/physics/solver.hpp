@@ -344,7 +344,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
 /// so their constraints form one island), or by 1 / (meaninertia * nv) when islands are disabled.
 /// Terminates after at most opt.iterations Newton steps of at most opt.ls_iterations evaluations.
 template <class Scalar, class Dims>
-RLK_HOST_DEVICE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   constexpr int nv = Dims::nv;
   constexpr int nefc_ = data<Scalar, Dims>::nefc_;
   for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
