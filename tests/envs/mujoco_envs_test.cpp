@@ -12,6 +12,7 @@
 #include <rlkernels/envs/vec_env.hpp>
 
 #include "../reference_dir.hpp"
+#include "../stats.hpp"
 #include "../test_backend.hpp"
 
 #include <algorithm>
@@ -681,4 +682,103 @@ TEST_CASE("the registry knows HalfCheetah-v5, Hopper-v5 and Walker2d-v5 with Gym
     if constexpr (std::is_same_v<Env, hopper<double>>) CHECK(entry.params.frame_skip == 4);
   });
   CHECK_THROWS_AS(visit_env("Hopper-v4", [](auto) {}), unknown_env);
+}
+
+// ---- statistics under the random policy ----------------------------------------------------------
+
+namespace {
+
+/// One whole episode per index under the uniform random policy, with rlkernels' own random
+/// streams: reset (the env's reset noise) and actions U(-1, 1) from rng(seed, i).
+template <class Env>
+struct random_episode_kernel {
+  typename Env::Params params;
+  std::uint64_t seed;
+  std::int32_t* lengths;
+  double* returns;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    using S = typename Env::scalar_type;
+    rng gen(seed, i);
+    typename Env::State s{};
+    Env::reset(params, s, gen);
+    double ret = 0;
+    std::int32_t t = 0;
+    S a[Env::nu];
+    while (t < params.max_episode_steps) {
+      for (int k = 0; k < Env::nu; ++k) a[k] = gen.template uniform<S>(S(-1), S(1));
+      const step_result<S> r = Env::step(params, s, a, gen);
+      ret += double(r.reward);
+      ++t;
+      if (r.terminated) break;
+    }
+    lengths[i] = t;
+    returns[i] = ret;
+  }
+};
+
+/// Gymnasium's random-policy episodes of one env (tests/reference/mujoco_random_policy_stats.csv).
+void gymnasium_random_policy(const std::string& id, std::vector<double>& lengths, std::vector<double>& returns) {
+  const std::string path = rlk_test::reference_dir() + "/mujoco_random_policy_stats.csv";
+  INFO("reading " << path);
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    // env,episode,length,return,terminated
+    const std::size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1),
+                      c4 = line.find(',', c3 + 1);
+    if (line.substr(0, c1) != id) continue;
+    lengths.push_back(std::stod(line.substr(c2 + 1, c3 - c2 - 1)));
+    returns.push_back(std::stod(line.substr(c3 + 1, c4 - c3 - 1)));
+  }
+  REQUIRE(!lengths.empty());
+}
+
+template <class Env>
+void check_random_policy_statistics(const char* id, const char* scalar_name) {
+  std::vector<double> gym_lengths, gym_returns;
+  gymnasium_random_policy(id, gym_lengths, gym_returns);
+  const std::size_t n = gym_lengths.size();
+  auto lengths = rlk_test::zeros<std::int32_t>(n);
+  auto returns = rlk_test::zeros<double>(n);
+  for_each_index(rlk_test::backend(), n,
+                 random_episode_kernel<Env>{typename Env::Params{}, 2026, lengths.data(), returns.data()});
+  const auto len_i = lengths.to_host();
+  const auto ret = returns.to_host();
+  const std::vector<double> len(len_i.begin(), len_i.end());
+  const auto ks_len = rlk_test::ks_two_sample(len, gym_lengths);
+  const auto ks_ret = rlk_test::ks_two_sample(ret, gym_returns);
+  const auto welch_len = rlk_test::welch_means(len, gym_lengths);
+  const auto welch_ret = rlk_test::welch_means(ret, gym_returns);
+  double mean_len = 0, mean_ret = 0, gym_len = 0, gym_ret = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    mean_len += len[i] / double(n);
+    mean_ret += ret[i] / double(n);
+    gym_len += gym_lengths[i] / double(n);
+    gym_ret += gym_returns[i] / double(n);
+  }
+  std::printf("%s<%s> random policy, %zu episodes each: mean length %.3f (Gymnasium %.3f), mean return %.4g (%.4g); "
+              "KS p: length %.3g, return %.3g; Welch p: length %.3g, return %.3g\n",
+              id, scalar_name, n, mean_len, gym_len, mean_ret, gym_ret, ks_len.p_value, ks_ret.p_value,
+              welch_len.p_value, welch_ret.p_value);
+  // The same MDP with independent random streams: no test may reject at the 0.1% level (the
+  // samples are fixed by the seeds, so this is deterministic). HalfCheetah's episodes all last
+  // 1000 steps: only its returns carry information.
+  CHECK(ks_ret.p_value > 1e-3);
+  CHECK(welch_ret.p_value > 1e-3);
+  if (gym_len < 999) {
+    CHECK(ks_len.p_value > 1e-3);
+    CHECK(welch_len.p_value > 1e-3);
+  } else {
+    CHECK(mean_len == 1000.0);
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are distributed as Gymnasium's",
+                   "[mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+  check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double");
+  check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float");
 }
