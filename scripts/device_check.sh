@@ -318,8 +318,14 @@ PY
   echo "== prepare: bundle size $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB ($bytes bytes; limit $limit_mib MiB): $dir"
   du -sb "$dir"/* | sort -rn | awk '{printf "   %7.1f MiB  %s\n", $1 / 1048576, $2}'
   if ((bytes > limit_mib * 1048576)); then
-    echo "error: the bundle is over $limit_mib MiB" >&2
-    status=1
+    if [[ "${BUNDLE_OVERSIZE_OK:-0}" == 1 ]]; then
+      # CI's compile check (BUNDLE_OVERSIZE_OK=1 in .ci/run): every CUDA target compiled and
+      # linked; a bundle too big to carry in one piece is reported, not a failure of the check.
+      echo "warning: the bundle is over $limit_mib MiB: too big for the device tool's 64 MiB carry (shrink it, e.g. CUDA_ARCH=90-real, or carry it in parts)" >&2
+    else
+      echo "error: the bundle is over $limit_mib MiB" >&2
+      status=1
+    fi
   fi
   echo "== prepare finished in $((SECONDS - started)) s"
   return "$status"
