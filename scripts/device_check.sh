@@ -10,12 +10,14 @@
 # random_policy_cuda), the CUDA benchmarks (rlk_cuda_benchmarks) and the train_*_cuda examples in
 # its own build folder (BUNDLE_BUILD_DIR, default build/device-bundle-build; PREPARE_JOBS jobs, all
 # cores by default; ccache when present; CUDA_ARCH, default 90: 90-real would leave out the PTX),
-# and copies them, stripped, into DIR (default build/device-bundle): tests/, benchmarks/,
-# examples/, lib/ (Google Benchmark's shared library and libgomp; the binaries' run path starts
-# with $ORIGIN/../lib), reference.tar.gz (the tests' golden data: run unpacks it and points the
+# and copies them, stripped, into DIR (default build/device-bundle) as binaries.tar.gz, one
+# archive of tests/, benchmarks/, examples/ and lib/ (Google Benchmark's shared library and
+# libgomp; the binaries' run path starts with $ORIGIN/../lib): the binaries compress about 3:1,
+# and run unpacks them into a temporary folder. Also reference.tar.gz (the tests' golden data: run unpacks it and points the
 # tests at it with RLK_REFERENCE_DIR), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
 # if a binary needs a library outside the bundle, the CUDA toolkit's runtime and cuBLAS and the
-# C/C++ runtime (glibc, libstdc++, libgcc_s, libgomp), or if DIR is over 60 MiB.
+# C/C++ runtime (glibc, libstdc++, libgcc_s, libgomp), or if DIR is over 60 MiB (the device
+# tool carries 64 MiB with the working tree). BUNDLE_PACK=0 leaves the four folders unpacked.
 #
 # run runs, each stage under its own time limit and all within RUN_BUDGET_S (450 s; later stages are
 # skipped when it is spent), never stopping at a failure: the CUDA test binaries (TEST_JOBS = 4 at a
@@ -313,6 +315,18 @@ PY
     echo "error: a bundled binary needs a library outside the bundle, the CUDA toolkit and the C/C++ runtime" >&2
     status=1
   }
+  # The binaries as one archive: stripped ELF files with SASS and PTX compress about 3:1 (75 MiB
+  # in about 27 since the MuJoCo envs), which keeps the bundle inside the device tool's carry.
+  if [[ "${BUNDLE_PACK:-1}" == 1 ]]; then
+    local unpacked_bytes
+    unpacked_bytes="$(du -sbc "$dir"/{tests,benchmarks,examples,lib} | tail -1 | cut -f1)"
+    tar -czf "$dir/binaries.tar.gz" -C "$dir" tests benchmarks examples lib &&
+      rm -rf "$dir"/{tests,benchmarks,examples,lib} || {
+      echo "error: packing the binaries into $dir/binaries.tar.gz failed" >&2
+      return 1
+    }
+    echo "== prepare: binaries packed: $(awk -v b="$unpacked_bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB in $(du -sb "$dir/binaries.tar.gz" | awk '{printf "%.1f", $1 / 1048576}') MiB (binaries.tar.gz; run unpacks it)"
+  fi
   local bytes
   bytes="$(du -sb "$dir" | cut -f1)"
   echo "== prepare: bundle size $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB ($bytes bytes; limit $limit_mib MiB): $dir"
@@ -321,7 +335,7 @@ PY
     if [[ "${BUNDLE_OVERSIZE_OK:-0}" == 1 ]]; then
       # CI's compile check (BUNDLE_OVERSIZE_OK=1 in .ci/run): every CUDA target compiled and
       # linked; a bundle too big to carry in one piece is reported, not a failure of the check.
-      echo "warning: the bundle is over $limit_mib MiB: too big for the device tool's 64 MiB carry (shrink it, e.g. CUDA_ARCH=90-real, or carry it in parts)" >&2
+      echo "warning: the bundle is over $limit_mib MiB: too big for the device tool's 64 MiB carry (shrink it, e.g. CUDA_ARCH=90-real)" >&2
     else
       echo "error: the bundle is over $limit_mib MiB" >&2
       status=1
@@ -834,6 +848,7 @@ run_main() {
   fi
   out="${2:-${OUT:-$dir/results}}"
   [[ "$out" = /* ]] || out="$PWD/$out"
+  local binaries_dir=""
   # Into the device tool's $OUT, which brings back a few files only: the logs as one archive.
   local pack="${DEVICE_CHECK_PACK:-}"
   if [[ -z "$pack" ]]; then
@@ -864,6 +879,22 @@ run_main() {
   printf 'gpu_probe\tpass\t0\t0\tprobe\n' >>"$records"
   if [[ -f "$logs/nvidia-smi.txt" ]]; then sed -n '2,$p' "$logs/nvidia-smi.txt" | head -3; fi
 
+  # A packed bundle (prepare's default): the binaries unpacked into a temporary folder (not under
+  # OUT, whose files come back), next to links to the bundle's other files; DIR becomes that folder.
+  if [[ ! -d "$dir/tests" && -f "$dir/binaries.tar.gz" ]]; then
+    binaries_dir="$(mktemp -d "${TMPDIR:-/tmp}/rlk-device-bundle.XXXXXX")"
+    if ! tar -xzf "$dir/binaries.tar.gz" -C "$binaries_dir"; then
+      echo "error: unpacking $dir/binaries.tar.gz into $binaries_dir failed" >&2
+      rm -rf "$binaries_dir"
+      return 2
+    fi
+    local f
+    for f in "$dir"/*; do
+      [[ -e "$binaries_dir/$(basename "$f")" ]] || ln -s "$f" "$binaries_dir/$(basename "$f")"
+    done
+    echo "== unpacked $dir/binaries.tar.gz into $binaries_dir"
+    dir="$binaries_dir"
+  fi
   # The tests' golden data: DIR/reference.tar.gz unpacked into a temporary folder (not under OUT,
   # whose files come back), or DIR/reference.
   refdir="$dir/reference"
@@ -896,6 +927,7 @@ run_main() {
     tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
   fi
   [[ -z "$unpacked" ]] || rm -rf "$unpacked"
+  [[ -z "$binaries_dir" ]] || rm -rf "$binaries_dir"
   return "$status"
 }
 
