@@ -301,6 +301,71 @@ TEST_CASE("ppo: a truncated step bootstraps from V(final observation), not V(res
   }
 }
 
+namespace {
+/// Pays the action it receives (unclipped by itself) and never ends: the rollout's rewards show
+/// what the env was given.
+struct action_echo {
+  using scalar_type = double;
+  static constexpr int observation_size = 1;
+  static constexpr action_kind action_space = action_kind::continuous;
+  static constexpr int action_size = 2;
+  static constexpr double action_low = -0.5;
+  static constexpr double action_high = 0.25;
+  struct State {
+    int k;
+  };
+  struct Params {
+    int max_episode_steps = 0;
+  };
+  template <class Rng>
+  RLK_HOST_DEVICE static void reset(const Params&, State& s, Rng&) {
+    s.k = 0;
+  }
+  template <class Rng>
+  RLK_HOST_DEVICE static step_result<double> step(const Params&, State& s, const double* a, Rng&) {
+    ++s.k;
+    return {a[0] + 10.0 * a[1], false};
+  }
+  RLK_HOST_DEVICE static void observe(const Params&, const State& s, double* obs) { obs[0] = 0.01 * double(s.k); }
+};
+static_assert(check_env<action_echo>());
+}  // namespace
+
+TEST_CASE("ppo: continuous actions reach the env clipped to its bounds; the rollout keeps the draws") {
+  ppo_config c = small_config();
+  c.num_envs = 4;
+  c.num_steps = 16;
+  c.num_minibatches = 2;
+  c.update_epochs = 1;
+  c.total_timesteps = 4 * 16;
+  c.init_log_std = 1.0;  // std e: most draws are outside [-0.5, 0.25]
+  ppo<action_echo, backend_t> agent(rlk_test::backend(), c);
+  agent.iterate();
+  const std::vector<double> actions = agent.rollout().actions().to_host();
+  const std::vector<double> rewards = agent.rollout().rewards().to_host();
+  REQUIRE(rewards.size() == 4 * 16);
+  auto clipped = [](double a) { return std::min(0.25, std::max(-0.5, a)); };
+  int outside = 0;
+  for (std::size_t e = 0; e < rewards.size(); ++e) {
+    const double a0 = actions[2 * e], a1 = actions[2 * e + 1];
+    outside += (a0 != clipped(a0)) + (a1 != clipped(a1));
+    INFO("step " << e << ": draws " << a0 << ", " << a1);
+    CHECK(rewards[e] == clipped(a0) + 10.0 * clipped(a1));  // unclipped draws would break this
+  }
+  CHECK(outside > 32);  // the draws themselves are kept (the log-probabilities are theirs)
+
+  // act(): the mean and the draws, clipped too.
+  auto obs = rlk_test::make<double>(std::vector<double>{0.0, 1.0, -3.0, 50.0});
+  auto out = rlk_test::zeros<double>(8);
+  for (bool deterministic : {true, false}) {
+    agent.act(obs.cview(), out.view(), deterministic, 7, 0);
+    for (double a : out.to_host()) {
+      CHECK(a >= -0.5);
+      CHECK(a <= 0.25);
+    }
+  }
+}
+
 TEST_CASE("ppo: learning-rate annealing follows CleanRL") {
   ppo_config c = small_config();
   c.total_timesteps = 4 * 16 * 4;  // 4 iterations

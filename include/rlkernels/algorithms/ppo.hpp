@@ -243,6 +243,18 @@ struct discounted_return_kernel {
     returns[i] = returns[i] * gamma * (terminated[i] ? 0.0 : 1.0) + double(rewards[i]);
   }
 };
+/// out[k] = clamp(in[k], low, high): a continuous action as the env receives it (SB3 and CleanRL
+/// clip to the action space before env.step; the unclipped draw keeps its log-probability).
+template <class T>
+struct clip_action_kernel {
+  const T* in;
+  T* out;
+  T low, high;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const {
+    const T a = in[k];
+    out[k] = a < low ? low : (a > high ? high : a);
+  }
+};
 template <class T>
 struct scale_rewards_kernel {  // r = clip(r / sqrt(var + 1e-8), -c, c)
   T* rewards;
@@ -361,7 +373,9 @@ class ppo {
         grad_log_std_rows_(backend, discrete ? 0 : config_.minibatch_size() * std::size_t(action_width)),
         grad_entropy_(backend, config_.minibatch_size() * std::size_t(policy_outputs)),
         entropy_(backend, config_.minibatch_size()), grad_values_(backend, config_.minibatch_size()),
-        discounted_returns_(backend, config_.num_envs), stats_(backend, 1), timer_(backend) {
+        discounted_returns_(backend, config_.num_envs),
+        env_actions_(backend, discrete ? 0 : config_.num_envs * std::size_t(action_width)), stats_(backend, 1),
+        timer_(backend) {
     const double s2 = std::sqrt(2.0);
     actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
                       layer_init{weight_init::orthogonal, 0.01, 0.0});
@@ -519,7 +533,9 @@ class ppo {
 
   /// @brief Writes the policy's actions for observations [B, observation_size] (raw; they are
   /// normalised here when the config says so): the mode (argmax / mean) when `deterministic`,
-  /// else a draw from rng(seed, row, draw). B must be at most max(num_envs, minibatch size).
+  /// else a draw from rng(seed, row, draw); continuous actions are clipped to the env's
+  /// [action_low, action_high] (as SB3's predict() does). B must be at most max(num_envs,
+  /// minibatch size).
   void act(view<const T> observations, view<action_type> actions, bool deterministic, std::uint64_t seed = 0,
            std::uint64_t draw = 0) {
     constexpr const char* who = "rlkernels::ppo::act";
@@ -546,6 +562,8 @@ class ppo {
       } else {
         sample_gaussian(out, b, seed, draw, actions);
       }
+      for_each_index(backend_, b * std::size_t(action_width),
+                     detail::clip_action_kernel<T>{actions.data(), actions.data(), T(Env::action_low), T(Env::action_high)});
     }
   }
 
@@ -716,8 +734,18 @@ class ppo {
       }
       // V(s_t).
       copy(backend_, critic_.forward(stored, critic_ws_), rollout_.values_at(t));
-      // Step; the env clips continuous actions to its bounds itself, and resets ended episodes.
-      env_.step_deferred(view<const action_type>(actions));  // checked once, at the end of the iteration
+      // Step (the env resets ended episodes). Continuous actions are clipped to the env's bounds
+      // first, as SB3 and CleanRL (ClipAction) do: the rollout keeps the draw, the env sees the
+      // clipped action (which matters where a reward term, such as the MuJoCo envs' control
+      // cost, sees the action before the engine clamps it).
+      if constexpr (discrete) {
+        env_.step_deferred(view<const action_type>(actions));  // checked once, at the end of the iteration
+      } else {
+        for_each_index(backend_, n * std::size_t(action_width),
+                       detail::clip_action_kernel<T>{actions.data(), env_actions_.data(), T(Env::action_low),
+                                                     T(Env::action_high)});
+        env_.step_deferred(env_actions_.cview());
+      }
       rollout_.store_outcome(t, env_);
       if (config_.normalize_rewards) normalize_rewards(t);
       // Bootstrap on truncation: V(final observation of step t) where the time limit cut the episode.
@@ -788,6 +816,7 @@ class ppo {
   buffer<T, Backend> new_log_probs_, grad_log_probs_, grad_policy_out_, grad_log_std_rows_, grad_entropy_, entropy_,
       grad_values_;
   buffer<double, Backend> discounted_returns_;
+  buffer<action_type, Backend> env_actions_;  // continuous: the rollout's actions clipped to the env's bounds
   buffer<detail::ppo_device_stats, Backend> stats_;  // [1] the iteration's statistics, read once at its end
   detail::phase_timer<Backend> timer_;
   std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
