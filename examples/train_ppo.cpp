@@ -22,7 +22,8 @@ namespace {
 using rlk_example::field;
 using config = rlkernels::ppo_config;
 
-const rlk_example::program program{"train_ppo", "PPO", "ppo", "CartPole-v1", 0};
+const rlk_example::program program{"train_ppo", "PPO", "ppo", "CartPole-v1", 0, /*exports_policy=*/true};
+
 
 std::vector<rlk_example::option<config>> hyperparameters() {
   return {
@@ -77,7 +78,12 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
             real("approx_kl", s.approx_kl),     real("clip_fraction", s.clip_fraction),
             real("learning_rate", s.learning_rate)};
   };
-  return rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, rlk_example::no_stats{});
+  const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, rlk_example::no_stats{});
+  if (status == 0 && !cl.run.export_policy.empty()) {
+    save_policy(agent, id, cl.run.export_policy);  // rlkernels/algorithms/policy_file.hpp
+    std::printf("policy: %s\n", cl.run.export_policy.c_str());
+  }
+  return status;
 }
 
 }  // namespace

@@ -243,6 +243,7 @@ struct program {
   std::string file_prefix;      ///< "ppo": the curve is <out>/<prefix>_<env>_seed<seed>.csv/.png
   std::string default_env;      ///< "CartPole-v1"
   std::uint64_t csv_every = 0;  ///< env steps between CSV rows (0: one row per iteration)
+  bool exports_policy = false;  ///< takes --export-policy FILE (the trainer writes it)
 };
 
 /// @brief The options every training example has.
@@ -257,6 +258,7 @@ struct run_options {
   std::size_t eval_episodes = 100;            ///< deterministic evaluation episodes at the end (0: none)
   double stop_at = std::nan("");  ///< stop once the mean return of the last 100 episodes reaches this
   std::string resume;             ///< checkpoint to load before training (empty: none)
+  std::string export_policy;      ///< where to write the trained deterministic policy (empty: nowhere)
 };
 
 /// @brief A parsed command line: the common options and the trainer's config (the env's preset,
@@ -328,6 +330,7 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
     else if (arg == "--eval-episodes") o.eval_episodes = parse_count(arg, value());
     else if (arg == "--stop-at") o.stop_at = parse_real(arg, value());
     else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
+    else if (arg == "--export-policy" && p.exports_policy) o.export_policy = value();
     else if (arg == "--help" || arg == "-h") {
       std::vector<std::string> compact;
       std::vector<std::pair<std::string, std::string>> described;
@@ -344,6 +347,9 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
           {"--eval-episodes K", "deterministic evaluation episodes at the end (default 100; 0 skips)"},
           {"--stop-at R", "stop once the mean return of the last 100 episodes reaches R"},
           {"--quiet", "no progress line"}};
+      if (p.exports_policy)
+        general.push_back({"--export-policy FILE",
+                           "write the trained deterministic policy (normaliser and actor) as text (docs/training.md)"});
       general.insert(general.end(), described.begin(), described.end());
       std::vector<std::pair<std::string, std::string>> checkpoints;
       for (const option<Config>& opt : checkpoint) checkpoints.push_back({opt.flag + " " + opt.metavar, opt.help});

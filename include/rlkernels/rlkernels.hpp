@@ -9,6 +9,7 @@
 #include "algorithms/checkpointing.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/dqn.hpp"
+#include "algorithms/policy_file.hpp"
 #include "algorithms/ppo.hpp"
 #include "algorithms/ppo_presets.hpp"
 #include "algorithms/sac.hpp"

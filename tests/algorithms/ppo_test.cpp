@@ -5,6 +5,7 @@
 #include "../test_backend.hpp"
 #include "../test_files.hpp"
 
+#include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/algorithms/ppo.hpp>
 #include <rlkernels/algorithms/ppo_presets.hpp>
 #include <rlkernels/envs/cartpole.hpp>
@@ -15,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace {
@@ -364,6 +367,110 @@ TEST_CASE("ppo: continuous actions reach the env clipped to its bounds; the roll
       CHECK(a <= 0.25);
     }
   }
+}
+
+TEST_CASE("policy file: save_policy, then load and act, gives the agent's deterministic actions") {
+  rlk_test::temp_dir dir;
+  SECTION("continuous, normalised observations, clipped actions") {
+    ppo_config c = ppo_preset("Pendulum-v1");
+    c.num_envs = 8;
+    c.num_steps = 32;
+    c.num_minibatches = 2;
+    c.update_epochs = 1;
+    c.total_timesteps = 8 * 32 * 2;
+    c.hidden_sizes = {16, 8};
+    c.hidden_activation = activation::relu;
+    ppo<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    save_policy(agent, "Pendulum-v1", dir.file("p.txt"));
+    const policy_file p = policy_file::load(dir.file("p.txt"));
+    CHECK(p.env == "Pendulum-v1");
+    CHECK(p.continuous);
+    CHECK(p.action_size == 1);
+    CHECK(p.action_low == -2.0);
+    CHECK(p.normalize);
+    CHECK(p.mean == agent.observation_normalizer().mean());  // exact: hex floats
+    CHECK(p.layout.sizes == std::vector<int>{3, 16, 8, 1});
+    // Observations far out, so that some means are clipped to the bounds.
+    std::vector<float> obs;
+    for (int i = 0; i < 8; ++i)
+      for (float v : {std::cos(0.8f * float(i)), std::sin(0.8f * float(i)), 8.0f * float(i - 4)}) obs.push_back(v);
+    auto in = rlk_test::make<float>(obs);
+    auto out = rlk_test::zeros<float>(8);
+    agent.act(in.cview(), out.view(), true);
+    const std::vector<float> expected = out.to_host();
+    for (int i = 0; i < 8; ++i) {
+      double o[3] = {obs[std::size_t(3 * i)], obs[std::size_t(3 * i + 1)], obs[std::size_t(3 * i + 2)]}, a = 0;
+      p.act(o, &a);
+      INFO("observation " << i);
+      CHECK(a == Approx(expected[std::size_t(i)]).margin(2e-5));
+    }
+  }
+  SECTION("discrete, raw observations") {
+    ppo_config c = small_config();
+    ppo<cartpole<double>, backend_t> agent(rlk_test::backend(), c);
+    agent.iterate();
+    save_policy(agent, "CartPole-v1", dir.file("p.txt"));
+    const policy_file p = policy_file::load(dir.file("p.txt"));
+    CHECK_FALSE(p.continuous);
+    CHECK(p.action_size == 2);
+    CHECK(p.action_width() == 1);
+    const std::vector<double> params = agent.actor().parameters_to_host();
+    CHECK(p.weights[0] == std::vector<double>(params.begin(), params.begin() + 4 * 8));
+    auto in = rlk_test::make<double>(std::vector<double>{0.1, -0.5, 0.02, 0.3, -0.2, 1.5, -0.1, -2.0});
+    auto out = rlk_test::zeros<std::int32_t>(2);
+    agent.act(in.cview(), out.view(), true);
+    const std::vector<std::int32_t> expected = out.to_host();
+    const std::vector<double> obs = in.to_host();
+    for (int i = 0; i < 2; ++i) {
+      double a = -1;
+      p.act(&obs[std::size_t(4 * i)], &a);
+      CHECK(a == double(expected[std::size_t(i)]));
+    }
+  }
+}
+
+TEST_CASE("policy file: a file that is not a whole policy is refused with the file and line named") {
+  rlk_test::temp_dir dir;
+  ppo<cartpole<double>, backend_t> agent(rlk_test::backend(), small_config());
+  save_policy(agent, "CartPole-v1", dir.file("good.txt"));
+  std::ifstream in(dir.file("good.txt"));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  auto write = [&](const std::vector<std::string>& ls) {
+    std::ofstream o(dir.file("bad.txt"), std::ios::trunc);
+    for (const std::string& l : ls) o << l << "\n";
+  };
+  auto refused = [&](const std::string& needle) {
+    try {
+      (void)policy_file::load(dir.file("bad.txt"));
+    } catch (const rlkernels::error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+      CHECK(std::string(e.what()).find("bad.txt") != std::string::npos);
+      return;
+    }
+    FAIL("not refused: " << needle);
+  };
+  CHECK_THROWS_AS(policy_file::load(dir.file("missing.txt")), rlkernels::error);
+  write({"hello"});
+  refused("no 'rlkernels-policy' header");
+  std::vector<std::string> v = lines;
+  v[0] = "rlkernels-policy 2";
+  write(v);
+  refused("format version 2");
+  v = lines;
+  v.resize(v.size() - 1);  // the last bias line is gone
+  write(v);
+  refused("ends before biases");
+  v = lines;
+  v[7] += " 0x1p+0";  // one weight too many
+  write(v);
+  refused("line 8: expected 4 weights, got 5");
+  v = lines;
+  v[7].replace(0, v[7].find(' '), "nan");
+  write(v);
+  refused("'nan' is not a finite number");
 }
 
 TEST_CASE("ppo: learning-rate annealing follows CleanRL") {

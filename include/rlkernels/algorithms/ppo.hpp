@@ -395,6 +395,8 @@ class ppo {
   bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
   /// The policy network (logits or means).
   mlp<T, Backend>& actor() noexcept { return actor_; }
+  /// The policy network, read-only.
+  const mlp<T, Backend>& actor() const noexcept { return actor_; }
   /// The value network.
   mlp<T, Backend>& critic() noexcept { return critic_; }
   /// Continuous actions: the log standard deviations [action_size] (empty for discrete).
