@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Episode lengths and returns of Gymnasium's MuJoCo v5 envs under the uniform random policy, for
-the statistical comparison in tests/envs/mujoco_stats_test.cpp (two-sample tests: rlkernels' envs,
+the statistical comparison in tests/envs/mujoco_envs_test.cpp (two-sample tests: rlkernels' envs,
 with their own random streams, must be indistinguishable from these).
 
     pip install mujoco==3.12.0 gymnasium==1.4.0

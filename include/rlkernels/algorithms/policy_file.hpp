@@ -23,8 +23,7 @@
 #pragma once
 
 #include "../core/error.hpp"
-#include "../nn/mlp.hpp"
-#include "ppo.hpp"
+#include "../nn/mlp.hpp"  // mlp_layout, activation
 
 #include <cmath>
 #include <cstdio>
@@ -205,18 +204,19 @@ inline void write_exact_line(std::FILE* f, const double* v, std::size_t n) {
 }
 }  // namespace detail
 
-/// @brief Writes the deterministic policy of a PPO agent (its frozen observation normaliser and its
-/// actor; for a continuous env the action's bounds) to `path` as a policy file, `env_id` naming the
-/// env. policy_file::load(path).act(obs) is then the agent's act(obs, deterministic) computed in
-/// double (the same up to the agent's own rounding, when it trains in float).
+/// @brief Writes the deterministic policy of a PPO agent (rlkernels::ppo; its frozen observation
+/// normaliser and its actor; for a continuous env the action's bounds) to `path` as a policy file,
+/// `env_id` naming the env. policy_file::load(path).act(obs) is then the agent's act(obs,
+/// deterministic) computed in double (the same up to the agent's own rounding in float).
 /// @throw rlkernels::error if the file cannot be written
-template <class Env, class Backend>
-void save_policy(const ppo<Env, Backend>& agent, std::string_view env_id, const std::string& path) {
-  using agent_t = ppo<Env, Backend>;
+template <class Agent>
+void save_policy(const Agent& agent, std::string_view env_id, const std::string& path) {
+  using agent_t = Agent;
+  using Env = typename agent_t::env_type::env_type;
   using T = typename agent_t::scalar_type;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw error("rlkernels::save_policy: cannot write " + path);
-  const ppo_config& c = agent.config();
+  const auto& c = agent.config();
   std::fprintf(f, "rlkernels-policy 1\nenv %.*s\nobservation %d\n", int(env_id.size()), env_id.data(),
                agent_t::observation_size);
   if constexpr (agent_t::discrete) {

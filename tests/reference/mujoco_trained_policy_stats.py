@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Episode lengths and returns of Gymnasium's Walker2d-v5 and Hopper-v5 under a trained deterministic
+policy, for the statistical comparison in tests/envs/mujoco_envs_test.cpp ("under a trained
+policy ..."): rlkernels' envs, with their own reset streams, must be indistinguishable from these.
+
+The policies are rlkernels policy files (rlkernels/algorithms/policy_file.hpp; docs/training.md,
+"Exporting a policy") written by `train_ppo --export-policy` and committed next to this script:
+
+    build/default/examples/train_ppo --env Walker2d-v5 --seed 1 --backend serial \
+        --export-policy tests/reference/mujoco_walker2d_v5_policy.txt
+    build/default/examples/train_ppo --env Hopper-v5 --seed 1 --backend serial \
+        --export-policy tests/reference/mujoco_hopper_v5_policy.txt
+
+(the presets: CleanRL's ppo_continuous_action settings, 64-64 tanh networks, 1M steps; the
+evaluation printed 2612 +- 906 for Walker2d and 3607 +- 364 for Hopper over 100 episodes).
+
+The action is computed here from the file in float64 as policy_file::act does (normalise and clip
+the observation, the MLP, clip to the action bounds); the C++ test evaluates the same file. Episode
+k resets with seed k; the policy is deterministic, so the reset noise is the only randomness.
+
+    pip install mujoco==3.12.0 gymnasium==1.4.0
+    python3 tests/reference/mujoco_trained_policy_stats.py   # writes tests/reference/mujoco_trained_policy_stats.csv
+"""
+import os
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {mujoco.__version__}"
+assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EPISODES = {"Walker2d-v5": 500, "Hopper-v5": 500}
+POLICIES = {"Walker2d-v5": "mujoco_walker2d_v5_policy.txt", "Hopper-v5": "mujoco_hopper_v5_policy.txt"}
+
+
+class Policy:
+    """An rlkernels policy file (format version 1)."""
+
+    def __init__(self, path):
+        with open(path) as f:
+            lines = [l.split() for l in f]
+        it = iter(lines)
+
+        def numbers(t):
+            return np.array([float.fromhex(x) for x in t], dtype=np.float64)
+
+        assert next(it) == ["rlkernels-policy", "1"], f"{path}: not an rlkernels policy file (version 1)"
+        self.env = next(it)[1]
+        self.observation_size = int(next(it)[1])
+        action = next(it)
+        assert action[1] == "continuous", "only continuous policies here"
+        self.action_size = int(action[2])
+        self.low, self.high = float.fromhex(action[3]), float.fromhex(action[4])
+        norm = next(it)
+        self.normalize = norm[1] == "1"
+        self.clip, self.epsilon = float.fromhex(norm[2]), float.fromhex(norm[3])
+        if self.normalize:
+            self.mean, self.var = numbers(next(it)), numbers(next(it))
+        mlp = next(it)
+        layers, self.hidden, self.output = int(mlp[1]), mlp[2], mlp[3]
+        self.layers = []
+        for _ in range(layers):
+            _, n_in, n_out = next(it)
+            w = np.stack([numbers(next(it)) for _ in range(int(n_out))])
+            b = numbers(next(it))
+            assert w.shape == (int(n_out), int(n_in)) and b.shape == (int(n_out),)
+            self.layers.append((w, b))
+
+    @staticmethod
+    def activate(name, z):
+        return np.tanh(z) if name == "tanh" else np.maximum(z, 0.0) if name == "relu" else z
+
+    def __call__(self, obs):
+        x = np.asarray(obs, dtype=np.float64)
+        if self.normalize:
+            x = np.clip((x - self.mean) / np.sqrt(self.var + self.epsilon), -self.clip, self.clip)
+        for i, (w, b) in enumerate(self.layers):
+            x = self.activate(self.output if i + 1 == len(self.layers) else self.hidden, w @ x + b)
+        return np.clip(x, self.low, self.high)
+
+
+def main():
+    out = os.path.join(HERE, "mujoco_trained_policy_stats.csv")
+    with open(out, "w") as f:
+        f.write("env,episode,length,return,terminated\n")
+        for env_id, episodes in EPISODES.items():
+            policy = Policy(os.path.join(HERE, POLICIES[env_id]))
+            assert policy.env == env_id, f"{POLICIES[env_id]} was trained on {policy.env}"
+            env = gym.make(env_id)
+            lengths, returns = [], []
+            for k in range(episodes):
+                obs, _ = env.reset(seed=k)
+                total, length = 0.0, 0
+                while True:
+                    obs, r, terminated, truncated, _ = env.step(policy(obs))
+                    total += float(r)
+                    length += 1
+                    if terminated or truncated:
+                        break
+                f.write(f"{env_id},{k},{length},{total!r},{int(terminated)}\n")
+                lengths.append(length)
+                returns.append(total)
+            env.close()
+            print(f"{env_id}: {episodes} episodes, mean length {np.mean(lengths):.1f}, "
+                  f"mean return {np.mean(returns):.1f} +- {np.std(returns):.1f}")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
