@@ -717,16 +717,18 @@ struct random_episode_kernel {
   }
 };
 
-/// Gymnasium's random-policy episodes of one env (tests/reference/mujoco_random_policy_stats.csv).
-void gymnasium_random_policy(const std::string& id, std::vector<double>& lengths, std::vector<double>& returns) {
-  const std::string path = rlk_test::reference_dir() + "/mujoco_random_policy_stats.csv";
+/// The episodes of env `id` in a Gymnasium statistics file under tests/reference/ (columns
+/// env,episode,length,return,terminated): mujoco_random_policy_stats.csv or
+/// mujoco_trained_policy_stats.csv.
+void gymnasium_episodes(const char* file, const std::string& id, std::vector<double>& lengths,
+                        std::vector<double>& returns) {
+  const std::string path = rlk_test::reference_dir() + "/" + file;
   INFO("reading " << path);
   std::ifstream in(path);
   REQUIRE(in.good());
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
-    // env,episode,length,return,terminated
     const std::size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1),
                       c4 = line.find(',', c3 + 1);
     if (line.substr(0, c1) != id) continue;
@@ -739,7 +741,7 @@ void gymnasium_random_policy(const std::string& id, std::vector<double>& lengths
 template <class Env>
 void check_random_policy_statistics(const char* id, const char* scalar_name) {
   std::vector<double> gym_lengths, gym_returns;
-  gymnasium_random_policy(id, gym_lengths, gym_returns);
+  gymnasium_episodes("mujoco_random_policy_stats.csv", id, gym_lengths, gym_returns);
   const std::size_t n = gym_lengths.size();
   auto lengths = rlk_test::zeros<std::int32_t>(n);
   auto returns = rlk_test::zeros<double>(n);
@@ -790,25 +792,6 @@ TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are dis
 
 namespace {
 
-/// Gymnasium's episodes of `id` under the committed trained policy
-/// (tests/reference/mujoco_trained_policy_stats.csv, from mujoco_trained_policy_stats.py).
-void gymnasium_trained_policy(const std::string& id, std::vector<double>& lengths, std::vector<double>& returns) {
-  const std::string path = rlk_test::reference_dir() + "/mujoco_trained_policy_stats.csv";
-  INFO("reading " << path);
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::string line;
-  std::getline(in, line);  // env,episode,length,return,terminated
-  while (std::getline(in, line)) {
-    const std::size_t c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1),
-                      c4 = line.find(',', c3 + 1);
-    if (line.substr(0, c1) != id) continue;
-    lengths.push_back(std::stod(line.substr(c2 + 1, c3 - c2 - 1)));
-    returns.push_back(std::stod(line.substr(c3 + 1, c4 - c3 - 1)));
-  }
-  REQUIRE(!lengths.empty());
-}
-
 /// `n` whole episodes of Env under the policy (evaluated in double on the host, as the Python
 /// script does), reset from rlkernels' own streams rng(seed, i).
 template <class Env>
@@ -851,7 +834,7 @@ void check_trained_policy_statistics(const char* id, const char* policy, const c
   const policy_file p = policy_file::load(rlk_test::reference_dir() + "/" + policy);
   REQUIRE(p.env == id);
   std::vector<double> gym_lengths, gym_returns, len, ret;
-  gymnasium_trained_policy(id, gym_lengths, gym_returns);
+  gymnasium_episodes("mujoco_trained_policy_stats.csv", id, gym_lengths, gym_returns);
   trained_policy_episodes<Env>(p, n, 4242, len, ret);
   const auto ks_len = rlk_test::ks_two_sample(len, gym_lengths);
   const auto ks_ret = rlk_test::ks_two_sample(ret, gym_returns);
