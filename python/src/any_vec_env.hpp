@@ -1,0 +1,100 @@
+// python/src/any_vec_env.hpp
+// One type for every rlkernels::vec_env<Env, Backend> the Python module can make: the module's
+// step/reset calls go through this interface (one virtual call per batch step, never per env),
+// and its arrays are the vec_env's own host buffers, which Python views without copying.
+#pragma once
+
+#include <rlkernels/envs/registry.hpp>
+#include <rlkernels/envs/vec_env.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlkernels_python {
+
+/// A keyword argument's value as Python gave it (the module converts; the env checks the type
+/// against the field it names).
+struct param_value {
+  enum class kind { boolean, integer, real, pair };
+  kind type = kind::real;
+  bool b = false;
+  long long i = 0;
+  double x = 0;
+  double pair[2] = {0, 0};
+};
+
+/// One named field of an env's Params as it is now.
+struct param_entry {
+  std::string name;
+  param_value value;
+};
+
+/// What make_vec() was asked for.
+struct make_request {
+  std::string id;
+  std::size_t num_envs = 0;
+  std::uint64_t seed = 0;
+  std::string backend = "openmp";  ///< "serial" or "openmp"
+  int num_threads = 0;             ///< OpenMP threads (0: OpenMP's default)
+  std::vector<param_entry> params; ///< keyword arguments
+};
+
+/// The interface of a batch of envs of one type on one host backend.
+class any_vec_env {
+public:
+  virtual ~any_vec_env() = default;
+
+  // ---- description ----
+  virtual const rlkernels::env_info& info() const = 0;  ///< registry description (id, spaces)
+  virtual std::size_t num_envs() const = 0;             ///< N
+  virtual std::size_t scalar_bytes() const = 0;         ///< 4 (float) or 8 (double)
+  virtual const char* backend_name() const = 0;         ///< "serial" or "openmp"
+  virtual bool has_action_mask() const = 0;             ///< Env::action_mask exists
+  virtual std::size_t state_bytes() const = 0;          ///< sizeof(Env::State)
+  virtual std::uint64_t seed() const = 0;               ///< key of the random streams now
+  virtual std::vector<param_entry> params() const = 0;  ///< the Params fields Python can set
+
+  // ---- the vec_env's host arrays (valid until the object dies; rewritten by step and reset) ----
+  virtual void* observations() = 0;          ///< [N, observation_size] scalar
+  virtual void* final_observations() = 0;    ///< [N, observation_size] scalar
+  virtual void* rewards() = 0;               ///< [N] scalar
+  virtual std::uint8_t* terminated() = 0;    ///< [N]
+  virtual std::uint8_t* truncated() = 0;     ///< [N]
+  virtual std::int32_t* episode_lengths() = 0;   ///< [N] steps of the episode in progress
+  virtual double* episode_returns() = 0;         ///< [N] return of the episode in progress
+
+  // ---- actions ----
+  /// Steps every env. `actions` holds num_envs() int32 indices (discrete) or
+  /// num_envs() * action_size scalars of scalar_bytes() each (continuous); vec_env::step
+  /// validates the values and changes nothing when it throws.
+  virtual void step(const void* actions) = 0;
+  /// Resets every env from the start of its stream under `seed` (none: the current seed).
+  virtual void reset(std::optional<std::uint64_t> seed) = 0;
+  /// [N, num_actions] legal-action masks of the current observations (has_action_mask()).
+  virtual void action_masks(std::uint8_t* out) const = 0;
+
+  // ---- episodes and states ----
+  virtual rlkernels::episode_statistics episode_statistics() const = 0;
+  virtual void clear_episode_statistics() = 0;
+  /// Copies the N states out as raw bytes, [N, state_bytes()].
+  virtual void get_states(std::uint8_t* out) const = 0;
+  /// Overwrites the N states from raw bytes and recomputes the observations.
+  virtual void set_states(const std::uint8_t* in) = 0;
+};
+
+/// make_vec() for one scalar type and backend (one translation unit each, so the four compile in
+/// parallel). Throws rlkernels::unknown_env, std::invalid_argument (bad sizes or keyword
+/// arguments) or rlkernels::out_of_memory.
+std::unique_ptr<any_vec_env> make_vec_float_serial(const make_request& r);
+std::unique_ptr<any_vec_env> make_vec_float_openmp(const make_request& r);
+std::unique_ptr<any_vec_env> make_vec_double_serial(const make_request& r);
+std::unique_ptr<any_vec_env> make_vec_double_openmp(const make_request& r);
+
+/// The keyword arguments `id` accepts with their default values (Gymnasium's where it has them).
+std::vector<param_entry> default_params(const std::string& id);
+
+}  // namespace rlkernels_python

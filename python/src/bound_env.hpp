@@ -1,0 +1,194 @@
+// python/src/bound_env.hpp
+// any_vec_env implemented by rlkernels::vec_env<Env, Backend>, and the registry lookup that makes
+// one; included by the four translation units that instantiate it (float/double x serial/openmp).
+#pragma once
+
+#include "any_vec_env.hpp"
+#include "param_fields.hpp"
+
+#include <rlkernels/envs/registry.hpp>
+#include <rlkernels/envs/vec_env.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace rlkernels_python {
+
+namespace detail {
+
+template <class T>
+param_value to_value(const T& field) {
+  param_value v;
+  if constexpr (std::is_same_v<T, bool>) {
+    v.type = param_value::kind::boolean;
+    v.b = field;
+  } else if constexpr (std::is_integral_v<T>) {
+    v.type = param_value::kind::integer;
+    v.i = field;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    v.type = param_value::kind::real;
+    v.x = double(field);
+  } else {  // Scalar[2]
+    v.type = param_value::kind::pair;
+    v.pair[0] = double(field[0]);
+    v.pair[1] = double(field[1]);
+  }
+  return v;
+}
+
+inline const char* kind_name(param_value::kind k) {
+  switch (k) {
+    case param_value::kind::boolean: return "bool";
+    case param_value::kind::integer: return "int";
+    case param_value::kind::real: return "float";
+    case param_value::kind::pair: return "a pair (low, high)";
+  }
+  return "?";
+}
+
+/// field = value, or std::invalid_argument naming the field when the types disagree (a bool for
+/// a number, a float for an int, a scalar for a range) or the number does not fit.
+template <class T>
+void assign(const std::string& id, const std::string& name, T& field, const param_value& v) {
+  const auto wrong = [&](const char* want) {
+    throw std::invalid_argument("rlkernels.make_vec('" + id + "'): keyword argument '" + name + "' must be " + want +
+                                ", got " + kind_name(v.type));
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v.type != param_value::kind::boolean) wrong("a bool");
+    field = v.b;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v.type != param_value::kind::integer) wrong("an int");
+    if (v.i < std::numeric_limits<T>::min() || v.i > std::numeric_limits<T>::max())
+      throw std::invalid_argument("rlkernels.make_vec('" + id + "'): keyword argument '" + name + "' = " +
+                                  std::to_string(v.i) + " does not fit in a 32-bit int");
+    field = T(v.i);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (v.type == param_value::kind::real)
+      field = T(v.x);
+    else if (v.type == param_value::kind::integer)
+      field = T(v.i);
+    else
+      wrong("a number");
+  } else {
+    if (v.type != param_value::kind::pair) wrong("a pair (low, high)");
+    using E = std::remove_reference_t<decltype(field[0])>;
+    field[0] = E(v.pair[0]);
+    field[1] = E(v.pair[1]);
+  }
+}
+
+template <class Env>
+std::vector<param_entry> params_of(const typename Env::Params& p) {
+  std::vector<param_entry> out;
+  auto& mutable_p = const_cast<typename Env::Params&>(p);  // visit takes a non-const Params; nothing is written
+  param_fields<Env>::visit(mutable_p, [&](const char* name, auto& field) { out.push_back({name, to_value(field)}); });
+  return out;
+}
+
+/// Applies the keyword arguments to `p`; an unknown name is refused with the list of known ones.
+template <class Env>
+void apply_params(const std::string& id, typename Env::Params& p, const std::vector<param_entry>& kwargs) {
+  for (const param_entry& kw : kwargs) {
+    bool found = false;
+    std::string known;
+    param_fields<Env>::visit(p, [&](const char* name, auto& field) {
+      known += known.empty() ? "" : ", ";
+      known += name;
+      if (kw.name == name) {
+        assign(id, kw.name, field, kw.value);
+        found = true;
+      }
+    });
+    if (!found)
+      throw std::invalid_argument("rlkernels.make_vec('" + id + "'): unknown keyword argument '" + kw.name +
+                                  "'; this env takes: " + known);
+  }
+}
+
+}  // namespace detail
+
+template <class Env, class Backend>
+class bound_env final : public any_vec_env {
+public:
+  using venv = rlkernels::vec_env<Env, Backend>;
+
+  bound_env(const rlkernels::env_info& info, Backend backend, std::size_t n, std::uint64_t seed,
+            const typename Env::Params& params)
+      : info_(info), env_(backend, n, seed, params) {}
+
+  const rlkernels::env_info& info() const override { return info_; }
+  std::size_t num_envs() const override { return env_.num_envs(); }
+  std::size_t scalar_bytes() const override { return sizeof(typename Env::scalar_type); }
+  const char* backend_name() const override {
+    return std::is_same_v<Backend, rlkernels::serial_backend> ? "serial" : "openmp";
+  }
+  bool has_action_mask() const override { return rlkernels::detail::has_action_mask<Env>::value; }
+  std::size_t state_bytes() const override { return sizeof(typename Env::State); }
+  std::uint64_t seed() const override { return env_.seed(); }
+  std::vector<param_entry> params() const override { return detail::params_of<Env>(env_.params()); }
+
+  void* observations() override { return const_cast<void*>(static_cast<const void*>(env_.observations().data())); }
+  void* final_observations() override {
+    return const_cast<void*>(static_cast<const void*>(env_.final_observations().data()));
+  }
+  void* rewards() override { return const_cast<void*>(static_cast<const void*>(env_.rewards().data())); }
+  std::uint8_t* terminated() override { return const_cast<std::uint8_t*>(env_.terminated().data()); }
+  std::uint8_t* truncated() override { return const_cast<std::uint8_t*>(env_.truncated().data()); }
+  std::int32_t* episode_lengths() override { return const_cast<std::int32_t*>(env_.episode_lengths().data()); }
+  double* episode_returns() override { return const_cast<double*>(env_.episode_returns().data()); }
+
+  void step(const void* actions) override {
+    using A = typename venv::action_type;
+    env_.step(rlkernels::view<const A>(static_cast<const A*>(actions), env_.num_envs() * venv::action_width));
+  }
+  void reset(std::optional<std::uint64_t> seed) override {
+    if (seed)
+      env_.reset(*seed);
+    else
+      env_.reset();
+  }
+  void action_masks(std::uint8_t* out) const override {
+    if constexpr (rlkernels::detail::has_action_mask<Env>::value) {
+      env_.action_masks(rlkernels::view<std::uint8_t>(out, env_.num_envs() * std::size_t(Env::num_actions)));
+    } else {
+      (void)out;
+      throw std::invalid_argument("rlkernels: " + std::string(info_.id) + " has no action mask");
+    }
+  }
+
+  rlkernels::episode_statistics episode_statistics() const override { return env_.get_episode_statistics(); }
+  void clear_episode_statistics() override { env_.clear_episode_statistics(); }
+  void get_states(std::uint8_t* out) const override {
+    std::memcpy(out, env_.states().data(), env_.num_envs() * sizeof(typename Env::State));
+  }
+  void set_states(const std::uint8_t* in) override {
+    std::vector<typename Env::State> states(env_.num_envs());
+    std::memcpy(static_cast<void*>(states.data()), in, states.size() * sizeof(typename Env::State));
+    env_.set_states(states);
+  }
+
+private:
+  rlkernels::env_info info_;
+  venv env_;
+};
+
+/// The registry's env for r.id with r's keyword arguments, on `backend`.
+template <class Scalar, class Backend>
+std::unique_ptr<any_vec_env> make_bound(const make_request& r, Backend backend) {
+  return rlkernels::visit_env<Scalar>(r.id, [&](auto entry) -> std::unique_ptr<any_vec_env> {
+    using Env = typename decltype(entry)::env_type;
+    typename Env::Params params = entry.params;
+    detail::apply_params<Env>(r.id, params, r.params);
+    rlkernels::env_info info = entry.info;
+    info.max_episode_steps = params.max_episode_steps;
+    return std::make_unique<bound_env<Env, Backend>>(info, backend, r.num_envs, r.seed, params);
+  });
+}
+
+}  // namespace rlkernels_python

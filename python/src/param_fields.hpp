@@ -1,0 +1,205 @@
+// python/src/param_fields.hpp
+// The keyword arguments of make_vec(): each registered env's Params fields by name, so that
+// Python can read and set them (Gymnasium's env kwargs where the names agree). C++ has no
+// reflection, so every Params is listed here once; a field missing here is simply not settable
+// from Python (the test suite checks the MuJoCo and classic-control lists against Gymnasium's
+// kwargs).
+#pragma once
+
+#include <rlkernels/envs/registry.hpp>
+
+namespace rlkernels_python {
+
+/// visit(params, f) calls f(name, field) for every settable field of the env's Params. The
+/// default knows only the time limit, which every Params has.
+template <class Env>
+struct param_fields {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S>
+struct param_fields<rlkernels::cartpole<S>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("gravity", p.gravity);
+    f("masscart", p.masscart);
+    f("masspole", p.masspole);
+    f("length", p.length);
+    f("force_mag", p.force_mag);
+    f("tau", p.tau);
+    f("theta_threshold_radians", p.theta_threshold_radians);
+    f("x_threshold", p.x_threshold);
+    f("reset_bound", p.reset_bound);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S>
+struct param_fields<rlkernels::mountain_car<S>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("min_position", p.min_position);
+    f("max_position", p.max_position);
+    f("max_speed", p.max_speed);
+    f("goal_position", p.goal_position);
+    f("goal_velocity", p.goal_velocity);
+    f("force", p.force);
+    f("gravity", p.gravity);
+    f("reset_low", p.reset_low);
+    f("reset_high", p.reset_high);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S>
+struct param_fields<rlkernels::mountain_car_continuous<S>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("min_position", p.min_position);
+    f("max_position", p.max_position);
+    f("max_speed", p.max_speed);
+    f("goal_position", p.goal_position);
+    f("goal_velocity", p.goal_velocity);
+    f("power", p.power);
+    f("gravity", p.gravity);
+    f("goal_reward", p.goal_reward);
+    f("action_cost", p.action_cost);
+    f("reset_low", p.reset_low);
+    f("reset_high", p.reset_high);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S>
+struct param_fields<rlkernels::pendulum<S>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("g", p.g);
+    f("m", p.m);
+    f("l", p.l);
+    f("dt", p.dt);
+    f("max_speed", p.max_speed);
+    f("reset_theta", p.reset_theta);
+    f("reset_theta_dot", p.reset_theta_dot);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S>
+struct param_fields<rlkernels::acrobot<S>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("dt", p.dt);
+    f("link_length_1", p.link_length_1);
+    f("link_mass_1", p.link_mass_1);
+    f("link_mass_2", p.link_mass_2);
+    f("link_com_pos_1", p.link_com_pos_1);
+    f("link_com_pos_2", p.link_com_pos_2);
+    f("link_moi", p.link_moi);
+    f("gravity", p.gravity);
+    f("max_vel_1", p.max_vel_1);
+    f("max_vel_2", p.max_vel_2);
+    f("torque_noise_max", p.torque_noise_max);
+    f("reset_bound", p.reset_bound);
+    f("nips_dynamics", p.nips_dynamics);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S, bool E>
+struct param_fields<rlkernels::half_cheetah<S, E>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("forward_reward_weight", p.forward_reward_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S, bool E>
+struct param_fields<rlkernels::hopper<S, E>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("forward_reward_weight", p.forward_reward_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("healthy_reward", p.healthy_reward);
+    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    f("healthy_state_range", p.healthy_state_range);
+    f("healthy_z_range", p.healthy_z_range);
+    f("healthy_angle_range", p.healthy_angle_range);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S, bool E>
+struct param_fields<rlkernels::walker2d<S, E>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("forward_reward_weight", p.forward_reward_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("healthy_reward", p.healthy_reward);
+    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    f("healthy_z_range", p.healthy_z_range);
+    f("healthy_angle_range", p.healthy_angle_range);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+/// The MinAtar games: Breakout has no difficulty ramping, the others do.
+template <class S, rlkernels::minatar_action_set A>
+struct param_fields<rlkernels::minatar_breakout<S, A>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("sticky_action_prob", p.sticky_action_prob);
+    f("channels_first", p.channels_first);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+#define RLK_PY_MINATAR_RAMPING(game)                              \
+  template <class S, rlkernels::minatar_action_set A>             \
+  struct param_fields<rlkernels::game<S, A>> {                    \
+    template <class P, class F>                                   \
+    static void visit(P& p, F&& f) {                              \
+      f("sticky_action_prob", p.sticky_action_prob);              \
+      f("difficulty_ramping", p.difficulty_ramping);              \
+      f("channels_first", p.channels_first);                      \
+      f("max_episode_steps", p.max_episode_steps);                \
+    }                                                             \
+  };
+RLK_PY_MINATAR_RAMPING(minatar_asterix)
+RLK_PY_MINATAR_RAMPING(minatar_freeway)
+RLK_PY_MINATAR_RAMPING(minatar_seaquest)
+RLK_PY_MINATAR_RAMPING(minatar_space_invaders)
+#undef RLK_PY_MINATAR_RAMPING
+
+template <class S, int R, int C>
+struct param_fields<rlkernels::snake<S, R, C>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("num_rows", p.num_rows);
+    f("num_cols", p.num_cols);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S, int M, int V, rlkernels::maze_actions A>
+struct param_fields<rlkernels::maze<S, M, V, A>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("size", p.size);
+    f("random_start_goal", p.random_start_goal);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+}  // namespace rlkernels_python
