@@ -100,6 +100,7 @@ SYSTEMS = {
     "rlk_openmp_f64": "rlkernels OpenMP, double",
     "rlk_serial": "rlkernels serial",
     "rlk_serial_f64": "rlkernels serial, double",
+    "rlk_python": "rlkernels from Python (OpenMP)",
     "gym_style_cpp": "C++ gym-style loop (ours, 1 thread)",
     "mujoco_openmp": "MuJoCo mj_step (C, OpenMP over envs)",
     "mujoco_serial": "MuJoCo mj_step (C, 1 thread)",
@@ -112,7 +113,7 @@ SYSTEMS = {
     "gymnasium": "Gymnasium, one env",
     "minatar": "MinAtar package (Python loop)",
 }
-PYTHON_SYSTEMS = ["envpool", "envpool_minus_one", "envpool_v5", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
+PYTHON_SYSTEMS = ["rlk_python", "envpool", "envpool_minus_one", "envpool_v5", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
 ALL_SIZES = [1, 16, 256, 4096, 65536, 1 << 20]
 ACTION_BATCHES = 4
 
@@ -195,14 +196,16 @@ def markdown_summary(cells: list[dict]) -> str:
     speed-ups of our best over Gymnasium's single env and over the best package measured (EnvPool,
     Gymnasium, MinAtar; our own C++ gym-style loop has its column but is not a package)."""
     families = [("rlkernels", OURS),
+                ("rlkernels from Python", ["rlk_python"]),
                 ("EnvPool", ["envpool", "envpool_minus_one", "envpool_v5"]),
                 ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
                 ("Gymnasium, one env", ["gymnasium"]),
                 ("MinAtar package", ["minatar"]),
                 ("C++ gym-style loop", ["gym_style_cpp"]),
                 ("MuJoCo mj_step (C)", ["mujoco_openmp", "mujoco_serial"])]
-    head = "| env | " + " | ".join(f for f, _ in families) + " | ours / Gymnasium one env | ours / best package |"
-    lines = [head, "|---|" + "---|" * (len(families) + 2)]
+    head = ("| env | " + " | ".join(f for f, _ in families)
+            + " | ours / Gymnasium one env | ours / best package | from Python / EnvPool |")
+    lines = [head, "|---|" + "---|" * (len(families) + 3)]
     baselines = [s for s in SYSTEMS if not s.startswith("rlk_") and s != "gym_style_cpp"]
     for env in ENVS:
         if not any(c["env"] == env for c in cells):
@@ -225,7 +228,8 @@ def markdown_summary(cells: list[dict]) -> str:
                 return "–"
             r = a["summary"]["median"] / b["summary"]["median"]
             return f"{r:.1f}x" if r < 10 else f"{r:,.0f}x"
-        row += [ratio(ours, one), ratio(ours, base)]
+        row += [ratio(ours, one), ratio(ours, base),
+                ratio(best_cell(cells, env, ["rlk_python"]), best_cell(cells, env, ["envpool", "envpool_minus_one", "envpool_v5"]))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -446,6 +450,23 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
 
         def step(a):
             return envs.step(a)
+    elif system == "rlk_python":
+        # rlkernels' Python package: installed, or the module this checkout built (build/<preset>/python)
+        try:
+            import rlkernels
+        except ImportError:
+            sys.path.insert(0, os.environ.get("RLK_PYTHON_PATH") or str(ROOT / "build/default/python"))
+            import rlkernels
+        t0 = now()
+        cores = len(os.sched_getaffinity(0))
+        envs = rlkernels.make_vec(spec["gym_id"], n, seed=seed, backend="openmp")
+        envs.reset(seed=seed)
+        label = f"rlkernels from Python (OpenMP, {cores} thread{'s' if cores > 1 else ''})"
+        extra["threads"] = cores
+        extra["autoreset"] = "same-step (the final observation in info); observations are views (copy=False)"
+
+        def step(a):
+            return envs.step(a)
     elif system in ("gymnasium_sync", "gymnasium_async", "gymnasium_numpy"):
         import gymnasium as gym
         if spec["minatar"]:
@@ -539,8 +560,25 @@ def sb3_train(task: str, seed: int, max_steps: int) -> dict:
                 return False
             return True
 
-    if task == "ppo_cartpole":
-        env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    def rollout_rate(model, env, steps=4000):
+        """env-steps/s of SB3's rollout loop alone (policy forward + env.step), no learning."""
+        obs = env.reset()
+        start = time.perf_counter()
+        for _ in range(steps // env.num_envs):
+            actions, _ = model.predict(obs, deterministic=False)
+            obs, _, _, _ = env.step(actions)
+        return (steps // env.num_envs) * env.num_envs / (time.perf_counter() - start)
+
+    if task in ("ppo_cartpole", "ppo_cartpole_rlk"):
+        if task == "ppo_cartpole":
+            env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)  # DummyVecEnv of Gymnasium's CartPole
+        else:
+            try:
+                import rlkernels.sb3
+            except ImportError:
+                sys.path.insert(0, os.environ.get("RLK_PYTHON_PATH") or str(ROOT / "build/default/python"))
+                import rlkernels.sb3
+            env = rlkernels.sb3.make_vec_env("CartPole-v1", n_envs=8, seed=seed, backend="serial")
         model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
                     ent_coef=0.0, learning_rate=LinearSchedule(1e-3, 0.0, 1.0), clip_range=LinearSchedule(0.2, 0.0, 1.0),
                     seed=seed, device="cpu", verbose=0)
@@ -549,7 +587,8 @@ def sb3_train(task: str, seed: int, max_steps: int) -> dict:
         model.learn(total_timesteps=max_steps, callback=cb)
         total = time.perf_counter() - start
         return {"seconds": cb.reached_at if cb.reached_at is not None else total, "reached": cb.reached_at is not None,
-                "env_steps": int(model.num_timesteps), "torch_threads": torch.get_num_threads()}
+                "env_steps": int(model.num_timesteps), "torch_threads": torch.get_num_threads(),
+                "rollout_steps_per_s": rollout_rate(model, env)}
     if task == "sac_pendulum_10k":
         env = gym.make("Pendulum-v1")
         model = SAC("MlpPolicy", env, learning_rate=1e-3, buffer_size=10000, learning_starts=100, batch_size=100,
@@ -825,9 +864,11 @@ class Runner:
                 self.log(f"    RLtools: median {statistics.median(secs):.2f} s")
         # Stable-Baselines3
         for task, name, max_steps in [("ppo_cartpole", "PPO CartPole-v1, time to 475", a.sb3_ppo_max_steps),
+                                      ("ppo_cartpole_rlk", "PPO CartPole-v1, time to 475", a.sb3_ppo_max_steps),
                                       ("sac_pendulum_10k", "SAC Pendulum-v1, 10k steps", 10000)]:
+            sb3_system = "Stable-Baselines3" if task != "ppo_cartpole_rlk" else "Stable-Baselines3 + rlkernels.sb3 VecEnv"
             if a.sb3_seeds <= 0:
-                self.training.append({"task": name, "system": "Stable-Baselines3", "status": "skipped",
+                self.training.append({"task": name, "system": sb3_system, "status": "skipped",
                                       "note": "--sb3-seeds 0"})
                 continue
             secs, infos, note = [], [], ""
@@ -841,16 +882,20 @@ class Runner:
                 secs.append(result["seconds"])
                 infos.append(result)
             if not secs:
-                self.training.append({"task": name, "system": "Stable-Baselines3", "status": "skipped", "note": note})
+                self.training.append({"task": name, "system": sb3_system, "status": "skipped", "note": note})
                 continue
             threads = infos[0].get("torch_threads")
-            if task == "ppo_cartpole":
+            if task.startswith("ppo_cartpole"):
                 reached = sum(1 for r in infos if r["reached"])
-                desc = (f"rl-zoo hyperparameters, {reached}/{len(infos)} reached 475 within {max_steps} steps"
-                        " (a run that did not counts its whole time)")
+                rollout = statistics.median(r["rollout_steps_per_s"] for r in infos)
+                venv = ("DummyVecEnv of Gymnasium's CartPole" if task == "ppo_cartpole"
+                        else "rlkernels.sb3.make_vec_env, serial backend")
+                desc = (f"rl-zoo hyperparameters, 8 envs ({venv}), {reached}/{len(infos)} reached 475 within "
+                        f"{max_steps} steps (a run that did not counts its whole time); SB3 rollout loop "
+                        f"{human_rate(rollout)} env-steps/s")
             else:
                 desc = "64-64, batch 100, lr 1e-3; eval return (20 episodes) " + ", ".join(f"{r['eval_return']:.0f}" for r in infos)
-            self.training.append({"task": name, "system": f"Stable-Baselines3 (PyTorch CPU, {threads} threads)",
+            self.training.append({"task": name, "system": f"{sb3_system} (PyTorch CPU, {threads} threads)",
                                   "status": "ok", "seconds": secs, "note": desc, "raw": infos})
             self.log(f"    SB3: median {statistics.median(secs):.2f} s")
         order = {"PPO CartPole-v1, time to 475": 0, "SAC Pendulum-v1, 10k steps": 1}

@@ -83,6 +83,7 @@ class Formatting(unittest.TestCase):
         cells = [ok_cell("rlk_serial", "CartPole-v1", 16, [2e7]),
                  ok_cell("rlk_openmp", "CartPole-v1", 4096, [8e7], "rlkernels OpenMP (2 threads)"),
                  ok_cell("envpool", "CartPole-v1", 4096, [1e6], "EnvPool (2 threads)"),
+                 ok_cell("rlk_python", "CartPole-v1", 4096, [4e7]),
                  ok_cell("gymnasium_sync", "CartPole-v1", 16, [1e5]),
                  ok_cell("gymnasium", "CartPole-v1", 1, [2e5]),
                  skipped_cell("minatar", "CartPole-v1", 1, "n/a")]
@@ -90,14 +91,16 @@ class Formatting(unittest.TestCase):
         row = [l for l in summary.splitlines() if l.startswith("| CartPole-v1")][0]
         cols = [c.strip() for c in row.strip("|").split("|")]
         self.assertEqual(cols[1], "80M (OpenMP (2 threads), N=4096)")
-        self.assertEqual(cols[2], "1M (2 threads, N=4096)")
-        self.assertEqual(cols[3], "100k (SyncVectorEnv, N=16)")
-        self.assertEqual(cols[4], "200k (N=1)")
-        self.assertEqual(cols[5], "–")
-        self.assertEqual(cols[6], "–")  # no C++ gym-style cell
-        self.assertEqual(cols[7], "–")  # no MuJoCo mj_step cell (the MuJoCo envs' C baseline)
-        self.assertEqual(cols[8], "400x")  # 8e7 / 2e5
-        self.assertEqual(cols[9], "80x")  # 8e7 / best baseline (EnvPool 1e6)
+        self.assertEqual(cols[2], "40M (N=4096)")  # rlkernels from Python
+        self.assertEqual(cols[3], "1M (2 threads, N=4096)")
+        self.assertEqual(cols[4], "100k (SyncVectorEnv, N=16)")
+        self.assertEqual(cols[5], "200k (N=1)")
+        self.assertEqual(cols[6], "–")
+        self.assertEqual(cols[7], "–")  # no C++ gym-style cell
+        self.assertEqual(cols[8], "–")  # no MuJoCo mj_step cell (the MuJoCo envs' C baseline)
+        self.assertEqual(cols[9], "400x")  # 8e7 / 2e5
+        self.assertEqual(cols[10], "80x")  # 8e7 / best baseline (EnvPool 1e6)
+        self.assertEqual(cols[11], "40x")  # from Python 4e7 / EnvPool 1e6
 
     def test_per_core_table_divides_by_busy_threads_and_compares_with_mj_step(self):
         def cell(system, n, rate, threads=None):

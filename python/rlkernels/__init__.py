@@ -250,13 +250,9 @@ class RlkVectorEnv(VectorEnv):
             if a.dtype.kind not in "iu":
                 raise TypeError(f"rlkernels: {self.env_id} takes integer actions (Discrete({self._info['num_actions']})), "
                                 f"got dtype {a.dtype}")
-            if a.dtype != np.int32:
-                info = np.iinfo(np.int32)
-                outside = (a < info.min) | (a > info.max)
-                if outside.any():
-                    i = int(np.argmax(outside))
-                    raise ValueError(f"rlkernels: invalid action {a[i]} for env {i} of {self.env_id}: expected an "
-                                     f"integer in [0, {self._info['num_actions']})")
+            if a.dtype != np.int32 and a.dtype != np.int64:
+                a = a.astype(np.int64)  # C++ checks the range of int32/int64 actions in its own pass
+            return np.ascontiguousarray(a)
         elif a.dtype.kind != "f":
             raise TypeError(f"rlkernels: {self.env_id} takes floating-point actions, got dtype {a.dtype}")
         return np.ascontiguousarray(a, dtype=self._action_dtype)

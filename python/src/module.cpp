@@ -154,13 +154,18 @@ std::unique_ptr<any_vec_env> make(const std::string& id, std::size_t num_envs, s
   throw std::invalid_argument("rlkernels.make_vec: backend must be 'serial' or 'openmp', got '" + backend + "'");
 }
 
-/// Checks an action array against the env and returns its data pointer.
-const void* checked_actions(const any_vec_env& e, const any_array& a) {
+/// Checks an action array's dtype and shape against the env and returns its data pointer.
+/// Discrete envs take int32 indices as they are and int64 ones (NumPy's default integer) through
+/// one fused range check and narrowing pass into `scratch`: a value outside [0, num_actions) is
+/// refused naming its env, before anything is stepped (narrowing first would wrap 2^32 to 0).
+const void* checked_actions(const any_vec_env& e, const any_array& a, std::vector<std::int32_t>& scratch) {
   const rlkernels::env_info& info = e.info();
   const bool discrete = info.action_space == rlkernels::action_kind::discrete;
+  const bool is_i64 = discrete && a.dtype() == nb::dtype<std::int64_t>();
   const nb::dlpack::dtype want = discrete ? nb::dtype<std::int32_t>() : scalar_dtype(e);
-  if (a.dtype() != want)
-    throw nb::type_error(("rlkernels: " + std::string(info.id) + " takes " + dtype_name(want) + " actions, got " +
+  if (a.dtype() != want && !is_i64)
+    throw nb::type_error(("rlkernels: " + std::string(info.id) + " takes " +
+                          (discrete ? std::string("int32 or int64") : dtype_name(want)) + " actions, got " +
                           dtype_name(a.dtype()))
                              .c_str());
   const std::size_t n = e.num_envs();
@@ -175,7 +180,20 @@ const void* checked_actions(const any_vec_env& e, const any_array& a) {
     throw std::invalid_argument("rlkernels: " + std::string(info.id) + " with num_envs=" + std::to_string(n) +
                                 " takes actions of shape " + want_shape + ", got " + got);
   }
-  return a.data();
+  if (!is_i64) return a.data();
+  const auto* in = static_cast<const std::int64_t*>(a.data());
+  const std::int64_t limit = info.num_actions;
+  scratch.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t v = in[i];
+    if (v < 0 || v >= limit)
+      throw rlkernels::invalid_action(i, double(v),
+                                      "rlkernels::vec_env::step: action " + std::to_string(v) + " of env " +
+                                          std::to_string(i) + " is out of range [0, " + std::to_string(limit) +
+                                          "); no env was stepped");
+    scratch[i] = std::int32_t(v);
+  }
+  return scratch.data();
 }
 
 // ---- estimators ----
@@ -355,7 +373,8 @@ NB_MODULE(_rlkernels, m) {
       .def(
           "step",
           [](any_vec_env& e, any_array actions) {
-            const void* p = checked_actions(e, actions);
+            thread_local std::vector<std::int32_t> scratch;
+            const void* p = checked_actions(e, actions, scratch);
             nb::gil_scoped_release release;
             e.step(p);
           },
