@@ -31,7 +31,7 @@ using namespace rlkernels_python;
 
 namespace {
 
-using any_array = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using any_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // read-only input accepted (e.g. from JAX)
 using numpy_array = nb::ndarray<nb::numpy>;
 
 /// A NumPy array viewing `data` (C order), kept alive by `owner`.
