@@ -8,6 +8,11 @@
 
 #include "../test_backend.hpp"
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -79,6 +84,35 @@ struct drift {
   }
 };
 static_assert(check_env<drift>());
+
+/// A "heavy" env (parallel_from = 2): each step records which OpenMP thread ran it, and ends the
+/// episode every third step, so that the statistics have something to sum.
+struct heavy_ticker {
+  using scalar_type = float;
+  static constexpr int observation_size = 1;
+  static constexpr action_kind action_space = action_kind::discrete;
+  static constexpr int num_actions = 2;
+  static constexpr int parallel_from = 2;
+  struct State {
+    int count;
+    int thread;
+  };
+  struct Params {
+    int max_episode_steps = 0;
+  };
+  RLK_HOST_DEVICE static void reset(const Params&, State& s, rng&) { s.count = 0; }
+  RLK_HOST_DEVICE static step_result<float> step(const Params&, State& s, std::int32_t action, rng&) {
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+    s.thread = omp_get_thread_num();
+#else
+    s.thread = 0;
+#endif
+    s.count += 1;
+    return {float(action + s.count), s.count >= 3};
+  }
+  RLK_HOST_DEVICE static void observe(const Params&, const State& s, float* obs) { obs[0] = float(s.count); }
+};
+static_assert(check_env<heavy_ticker>());
 
 using backend_t = rlk_test::backend_t;
 
@@ -373,6 +407,33 @@ TEST_CASE("OpenMP thread counts do not change a single bit", "[vec_env][determin
     CHECK(stats[k].count == stats[0].count);
     CHECK(stats[k].mean_return == stats[0].mean_return);
   }
+}
+TEST_CASE("an env with parallel_from is stepped in parallel below serial_below, with the same results",
+          "[vec_env][determinism]") {
+  // 8 heavy envs: under the default serial_below (1024) they would all run on the calling thread.
+  const std::size_t n = 8;
+  std::vector<std::vector<float>> observations;
+  std::vector<episode_statistics> stats;
+  std::vector<std::int32_t> actions(n);
+  for (std::size_t i = 0; i < n; ++i) actions[i] = std::int32_t(i % 2);
+  for (int threads : {1, 2, 4}) {
+    vec_env<heavy_ticker, openmp_backend> env(openmp_backend{threads}, n, 3);
+    for (int t = 0; t < 10; ++t) env.step(make_view(actions));
+    observations.push_back(env.observations().to_host());
+    stats.push_back(env.get_episode_statistics());
+    std::vector<int> used;
+    for (const auto& s : env.states().to_host()) used.push_back(s.thread);
+    std::sort(used.begin(), used.end());
+    const auto distinct = std::size_t(std::unique(used.begin(), used.end()) - used.begin());
+    INFO("threads " << threads);
+    CHECK(distinct == std::size_t(std::min(threads, int(n))));
+  }
+  for (std::size_t k = 1; k < observations.size(); ++k) {
+    CHECK(observations[k] == observations[0]);
+    CHECK(stats[k].count == stats[0].count);
+    CHECK(stats[k].mean_return == stats[0].mean_return);
+  }
+  CHECK(stats[0].count == n * 3);  // 10 steps, an episode every 3: three per env
 }
 #endif
 

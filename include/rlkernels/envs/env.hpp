@@ -77,6 +77,14 @@ struct has_reset<Env, void_t<decltype(Env::reset(std::declval<const typename Env
                                                  std::declval<typename Env::State&>(), std::declval<rng&>()))>>
     : std::true_type {};
 
+/// True when Env declares `static constexpr int parallel_from = K;` (optional): its step is heavy
+/// (a physics step costs tens of microseconds), so the OpenMP backend should step batches of K or
+/// more envs in parallel, one env per chunk, instead of keeping batches under
+/// openmp_backend::serial_below (1024) on one thread in chunks of 64. Results do not depend on it.
+template <class Env, class = void> struct has_parallel_from : std::false_type {};
+template <class Env>
+struct has_parallel_from<Env, void_t<decltype(Env::parallel_from)>> : std::true_type {};
+
 /// True when Env (a discrete env) offers a legal-action mask:
 /// `RLK_HOST_DEVICE static void action_mask(const Params&, const State&, std::uint8_t* mask)`,
 /// writing num_actions flags (1 = legal). Optional; vec_env::action_masks needs it.

@@ -440,7 +440,7 @@ public:
   /// Resets every env from the start of its random stream (the state right after construction),
   /// clears the flags, rewards, the episode statistics and a pending deferred action error.
   void reset() {
-    for_each_index(backend_, num_envs_, detail::reset_kernel<Env>{params_, seed_, first_env_index_, arrays()});
+    for_each_index(env_backend(), num_envs_, detail::reset_kernel<Env>{params_, seed_, first_env_index_, arrays()});
     clear_episode_statistics();
     clear_deferred_check();
   }
@@ -647,8 +647,22 @@ public:
 private:
   static constexpr std::size_t npos = std::size_t(-1);
   /// Envs per episode-statistics accumulator on the host: one chunk is stepped in order by one
-  /// thread, so the sums depend on the batch size but never on the thread count.
-  static constexpr std::size_t stats_chunk = 64;
+  /// thread, so the sums depend on the batch size but never on the thread count. Heavy envs
+  /// (detail::has_parallel_from) take one env per chunk, so that small batches spread over threads.
+  static constexpr std::size_t stats_chunk = detail::has_parallel_from<Env>::value ? 1 : 64;
+
+  /// The backend the step and reset kernels run on: an env with `parallel_from` lowers the OpenMP
+  /// backend's serial_below to it (the other kernels are light and keep the caller's setting).
+  Backend env_backend() const noexcept {
+    if constexpr (std::is_same_v<Backend, openmp_backend> && detail::has_parallel_from<Env>::value) {
+      Backend b = backend_;
+      const std::size_t from = Env::parallel_from > 1 ? std::size_t(Env::parallel_from) : std::size_t(2);
+      if (b.serial_below > from) b.serial_below = from;
+      return b;
+    } else {
+      return backend_;
+    }
+  }
 
   /// Accumulators of completed episodes: one per env on CUDA, one per stats_chunk envs on the host.
   static constexpr std::size_t accumulator_count(std::size_t num_envs) {
@@ -693,7 +707,7 @@ private:
     detail::step_kernel<Env> kernel{params_, seed_, first_env_index_, actions, arrays()};
     kernel.halt = halt;
     if constexpr (is_host_backend_v<Backend>) {
-      for_each_chunk(backend_, num_envs_, stats_chunk, kernel);
+      for_each_chunk(env_backend(), num_envs_, stats_chunk, kernel);
     } else {
       for_each_index(backend_, num_envs_, kernel);
     }

@@ -46,6 +46,8 @@ struct half_cheetah {
   static constexpr int action_size = nu;                       ///< back thigh, shin, foot, front thigh, shin, foot
   static constexpr Scalar action_low = Scalar(-1);             ///< actuator_ctrlrange low (all actuators)
   static constexpr Scalar action_high = Scalar(1);             ///< actuator_ctrlrange high
+  /// A step is tens of microseconds of physics: OpenMP steps batches of 2 or more envs in parallel.
+  static constexpr int parallel_from = 2;
 
   /// qpos, qvel, qacc_warmstart and the count of failed steps (mujoco_state).
   using State = mujoco_state<Scalar, dims>;
