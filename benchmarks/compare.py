@@ -101,6 +101,7 @@ SYSTEMS = {
     "rlk_serial": "rlkernels serial",
     "rlk_serial_f64": "rlkernels serial, double",
     "rlk_python": "rlkernels from Python (OpenMP)",
+    "rlk_python_array": "rlkernels from Python (OpenMP), final_obs='array'",
     "gym_style_cpp": "C++ gym-style loop (ours, 1 thread)",
     "mujoco_openmp": "MuJoCo mj_step (C, OpenMP over envs)",
     "mujoco_serial": "MuJoCo mj_step (C, 1 thread)",
@@ -113,7 +114,7 @@ SYSTEMS = {
     "gymnasium": "Gymnasium, one env",
     "minatar": "MinAtar package (Python loop)",
 }
-PYTHON_SYSTEMS = ["rlk_python", "envpool", "envpool_minus_one", "envpool_v5", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
+PYTHON_SYSTEMS = ["rlk_python", "rlk_python_array", "envpool", "envpool_minus_one", "envpool_v5", "gymnasium_numpy", "gymnasium_sync", "gymnasium_async", "gymnasium", "minatar"]
 ALL_SIZES = [1, 16, 256, 4096, 65536, 1 << 20]
 ACTION_BATCHES = 4
 
@@ -196,7 +197,7 @@ def markdown_summary(cells: list[dict]) -> str:
     speed-ups of our best over Gymnasium's single env and over the best package measured (EnvPool,
     Gymnasium, MinAtar; our own C++ gym-style loop has its column but is not a package)."""
     families = [("rlkernels", OURS),
-                ("rlkernels from Python", ["rlk_python"]),
+                ("rlkernels from Python", ["rlk_python", "rlk_python_array"]),
                 ("EnvPool", ["envpool", "envpool_minus_one", "envpool_v5"]),
                 ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
                 ("Gymnasium, one env", ["gymnasium"]),
@@ -229,7 +230,7 @@ def markdown_summary(cells: list[dict]) -> str:
             r = a["summary"]["median"] / b["summary"]["median"]
             return f"{r:.1f}x" if r < 10 else f"{r:,.0f}x"
         row += [ratio(ours, one), ratio(ours, base),
-                ratio(best_cell(cells, env, ["rlk_python"]), best_cell(cells, env, ["envpool", "envpool_minus_one", "envpool_v5"]))]
+                ratio(best_cell(cells, env, ["rlk_python", "rlk_python_array"]), best_cell(cells, env, ["envpool", "envpool_minus_one", "envpool_v5"]))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -450,7 +451,7 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
 
         def step(a):
             return envs.step(a)
-    elif system == "rlk_python":
+    elif system in ("rlk_python", "rlk_python_array"):
         # rlkernels' Python package: installed, or the module this checkout built (build/<preset>/python)
         try:
             import rlkernels
@@ -459,11 +460,15 @@ def worker_env_steps(system: str, env: str, n: int, warmup: int, repeats: int, m
             import rlkernels
         t0 = now()
         cores = len(os.sched_getaffinity(0))
-        envs = rlkernels.make_vec(spec["gym_id"], n, seed=seed, backend="openmp")
+        layout = "array" if system == "rlk_python_array" else "objects"
+        envs = rlkernels.make_vec(spec["gym_id"], n, seed=seed, backend="openmp", final_obs=layout)
         envs.reset(seed=seed)
         label = f"rlkernels from Python (OpenMP, {cores} thread{'s' if cores > 1 else ''})"
+        if layout == "array":
+            label += ", final_obs='array'"
         extra["threads"] = cores
-        extra["autoreset"] = "same-step (the final observation in info); observations are views (copy=False)"
+        extra["autoreset"] = ("same-step; observations are views (copy=False); infos['final_obs'] "
+                              + ("the [N, obs] view" if layout == "array" else "Gymnasium's object array"))
 
         def step(a):
             return envs.step(a)

@@ -91,7 +91,7 @@ class Formatting(unittest.TestCase):
         row = [l for l in summary.splitlines() if l.startswith("| CartPole-v1")][0]
         cols = [c.strip() for c in row.strip("|").split("|")]
         self.assertEqual(cols[1], "80M (OpenMP (2 threads), N=4096)")
-        self.assertEqual(cols[2], "40M (N=4096)")  # rlkernels from Python
+        self.assertEqual(cols[2], "40M (from Python (OpenMP), N=4096)")  # rlkernels from Python
         self.assertEqual(cols[3], "1M (2 threads, N=4096)")
         self.assertEqual(cols[4], "100k (SyncVectorEnv, N=16)")
         self.assertEqual(cols[5], "200k (N=1)")

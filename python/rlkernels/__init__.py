@@ -14,7 +14,9 @@ Lifetime rule: by default (``copy=False``) the returned observations, rewards, t
 truncations are NumPy arrays that *view the library's buffers*: no copy is made, the same memory
 is returned by every call, and the next ``step`` or ``reset`` overwrites it. Copy what you keep
 (``obs.copy()``, or ``torch.tensor(obs)``), or pass ``copy=True`` to get fresh arrays each step
-as Gymnasium's own vector envs do by default. ``infos["final_obs"]`` always holds copies.
+as Gymnasium's own vector envs do by default. ``infos["final_obs"]`` holds copies (unless made with
+``final_obs="array"``, which puts the ``[N, ...]`` view of every env's last observation there instead of
+Gymnasium's object array).
 """
 
 from __future__ import annotations
@@ -95,7 +97,11 @@ class RlkVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, env_id: str, num_envs: int, seed=None, backend: str = "openmp", dtype: str = "float32",
-                 *, copy: bool = False, num_threads: int = 0, **env_kwargs: Any):
+                 *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", **env_kwargs: Any):
+        if final_obs not in ("objects", "array"):
+            raise ValueError(f"rlkernels.make_vec: final_obs must be 'objects' (Gymnasium's layout) or 'array', "
+                             f"got {final_obs!r}")
+        self._final_obs_as_array = final_obs == "array"
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
             raise TypeError(f"rlkernels.make_vec: num_envs must be an int, got {type(num_envs).__name__}")
         if num_envs < 1:
@@ -160,11 +166,14 @@ class RlkVectorEnv(VectorEnv):
         if term.any() or trunc.any():
             done = np.logical_or(term, trunc)
             idx = np.flatnonzero(done)
-            rows = self._final_obs[idx]  # fancy indexing copies the rows
-            final = np.full(self.num_envs, None, dtype=object)
-            for j, i in enumerate(idx.tolist()):  # Gymnasium's layout: one array object per ended env
-                final[i] = rows[j]
-            infos["final_obs"] = final
+            if self._final_obs_as_array:
+                infos["final_obs"] = self._out(self._final_obs)
+            else:
+                # Gymnasium's layout: an object array holding one array per ended env (None elsewhere);
+                # the fancy index copies the rows, fromiter makes the objects without a Python loop
+                final = np.empty(self.num_envs, dtype=object)
+                final[idx] = np.fromiter(self._final_obs[idx], dtype=object, count=len(idx))
+                infos["final_obs"] = final
             infos["_final_obs"] = done
             infos["final_info"] = {}
             infos["_final_info"] = done.copy()
@@ -264,7 +273,7 @@ class _ClosedEnv:
 
 
 def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str = "openmp", dtype: str = "float32",
-             *, copy: bool = False, num_threads: int = 0, **env_kwargs: Any) -> RlkVectorEnv:
+             *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", **env_kwargs: Any) -> RlkVectorEnv:
     """``num_envs`` environments ``env_id`` (see :func:`registered_envs`) as a Gymnasium ``VectorEnv``.
 
     Args:
@@ -275,9 +284,14 @@ def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str =
         dtype: ``"float32"`` or ``"float64"``: the scalar type the envs compute, observe and reward in.
         copy: return fresh arrays from ``reset``/``step`` instead of views of the library's buffers.
         num_threads: OpenMP threads (0: OpenMP's default, OMP_NUM_THREADS).
+        final_obs: ``"objects"`` (Gymnasium's layout: ``infos["final_obs"]`` is an object array holding one
+            array per ended env) or ``"array"`` (``infos["final_obs"]`` is the ``[N, ...]`` array of every
+            env's last observation, a view unless ``copy``; index it with ``infos["_final_obs"]``). The
+            object array costs about a microsecond per ended env; ``"array"`` costs nothing.
         **env_kwargs: the env's parameters (see :func:`default_params`), e.g. ``ctrl_cost_weight=0.01``.
     """
-    return RlkVectorEnv(env_id, num_envs, seed, backend, dtype, copy=copy, num_threads=num_threads, **env_kwargs)
+    return RlkVectorEnv(env_id, num_envs, seed, backend, dtype, copy=copy, num_threads=num_threads,
+                        final_obs=final_obs, **env_kwargs)
 
 
 class RlkEnv(gym.Env):

@@ -113,6 +113,29 @@ def test_cartpole_bit_identical_to_gymnasium_same_step_autoreset():
     assert ends["terminated"] > 20 and ends["truncated"] > 5, ends
 
 
+def test_final_obs_array_layout_holds_the_same_observations():
+    objects = rlkernels.make_vec("CartPole-v1", 32, seed=4)
+    arrays = rlkernels.make_vec("CartPole-v1", 32, seed=4, final_obs="array")
+    objects.reset(seed=4)
+    arrays.reset(seed=4)
+    rng = np.random.default_rng(1)
+    ended = 0
+    for _ in range(100):
+        a = rng.integers(0, 2, size=32)
+        _, _, _, _, io = objects.step(a)
+        _, _, _, _, ia = arrays.step(a)
+        assert ("final_obs" in io) == ("final_obs" in ia)
+        if "final_obs" in io:
+            np.testing.assert_array_equal(io["_final_obs"], ia["_final_obs"])
+            mask = io["_final_obs"]
+            np.testing.assert_array_equal(np.stack(io["final_obs"][mask]), ia["final_obs"][mask])
+            assert all(x is None for x in io["final_obs"][~mask])
+            ended += int(mask.sum())
+    assert ended > 50
+    with pytest.raises(ValueError, match="final_obs must be"):
+        rlkernels.make_vec("CartPole-v1", 2, final_obs="list")
+
+
 # ---- zero copy ----
 
 def test_observations_are_views_of_the_same_memory():
