@@ -35,8 +35,13 @@ from ._estimators import gae, lambda_returns, n_step_returns, vtrace
 
 __version__ = "0.1.0"
 
+#: True when this build has the CUDA backend (make_vec(..., backend="cuda")).
+has_cuda: bool = bool(_rlkernels.has_cuda)
+
 __all__ = [
     "RlkVectorEnv",
+    "DeviceArray",
+    "has_cuda",
     "RlkEnv",
     "make_vec",
     "make",
@@ -84,6 +89,33 @@ def _seed_from(seed) -> int:
     return int(seed)
 
 
+class DeviceArray:
+    """A CUDA array of the library (``backend="cuda"``), viewed without a copy: it speaks DLPack
+    (``torch.from_dlpack``, ``jax.dlpack.from_dlpack``, ``cupy.from_dlpack``) and
+    ``__cuda_array_interface__`` (CuPy, Numba). Valid while the env lives; the next ``step`` or
+    ``reset`` overwrites it. The env's ``step`` and ``reset`` return after the GPU has finished, so
+    the data is ready on any stream."""
+
+    __slots__ = ("_dl", "_ptr", "shape", "dtype", "_device")
+
+    def __init__(self, dl, ptr: int, shape: tuple, dtype, device: int):
+        self._dl, self._ptr, self.shape, self.dtype, self._device = dl, int(ptr), tuple(shape), np.dtype(dtype), device
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._dl.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return (2, self._device)  # kDLCUDA
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._ptr, False), "version": 3,
+                "strides": None, "stream": None}
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device=cuda:{self._device})"
+
+
 class RlkVectorEnv(VectorEnv):
     """``num_envs`` rlkernels environments stepped together in C++; a Gymnasium ``VectorEnv``.
 
@@ -107,7 +139,10 @@ class RlkVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ValueError(f"rlkernels.make_vec('{env_id}'): num_envs must be >= 1, got {num_envs}")
         if backend not in _BACKENDS and backend != "cuda":
-            raise ValueError(f"rlkernels.make_vec: backend must be one of {_BACKENDS}, got {backend!r}")
+            raise ValueError(f"rlkernels.make_vec: backend must be one of {_BACKENDS + ('cuda',)}, got {backend!r}")
+        if backend == "cuda" and copy:
+            raise ValueError("rlkernels.make_vec: copy=True is for the host backends (on CUDA, copy with your "
+                             "framework: torch.from_dlpack(obs).clone())")
         dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
         if dtype not in _DTYPES:
             raise ValueError(f"rlkernels.make_vec: dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -132,11 +167,25 @@ class RlkVectorEnv(VectorEnv):
         self._action_dtype = np.int32 if self._discrete else np.dtype(dtype)
         obs_shape = (self.num_envs, *self.single_observation_space.shape)
         # Views of the C++ buffers, made once: the buffers never move while the env lives.
-        self._obs = self._env.observations().reshape(obs_shape)
-        self._final_obs = self._env.final_observations().reshape(obs_shape)
-        self._rewards = self._env.rewards()
-        self._terminated = self._env.terminated()
-        self._truncated = self._env.truncated()
+        self._on_device = self._env.device >= 0
+        if self._on_device:
+            # CUDA: [N, observation_size] device arrays (reshape in your framework); final_obs is always
+            # the [N, ...] array, since an object array of device rows would cost a copy each
+            ptr = self._env.pointers()
+            size = self._info["observation_size"]
+            dev = self._env.device
+            self._obs = DeviceArray(self._env.observations(), ptr["observations"], (self.num_envs, size), dtype, dev)
+            self._final_obs = DeviceArray(self._env.final_observations(), ptr["final_observations"],
+                                          (self.num_envs, size), dtype, dev)
+            self._rewards = DeviceArray(self._env.rewards(), ptr["rewards"], (self.num_envs,), dtype, dev)
+            self._terminated = DeviceArray(self._env.terminated(), ptr["terminated"], (self.num_envs,), np.bool_, dev)
+            self._truncated = DeviceArray(self._env.truncated(), ptr["truncated"], (self.num_envs,), np.bool_, dev)
+        else:
+            self._obs = self._env.observations().reshape(obs_shape)
+            self._final_obs = self._env.final_observations().reshape(obs_shape)
+            self._rewards = self._env.rewards()
+            self._terminated = self._env.terminated()
+            self._truncated = self._env.truncated()
         self.closed = False
 
     # ---- Gymnasium API ----
@@ -163,7 +212,10 @@ class RlkVectorEnv(VectorEnv):
         self._env.step(self._as_actions(actions))
         infos: dict[str, Any] = {}
         term, trunc = self._terminated, self._truncated
-        if term.any() or trunc.any():
+        if self._on_device:
+            # no host pass over the flags: the [N, obs] device array, masked by terminations | truncations
+            infos["final_obs"] = self._final_obs
+        elif term.any() or trunc.any():
             done = np.logical_or(term, trunc)
             idx = np.flatnonzero(done)
             if self._final_obs_as_array:
@@ -243,6 +295,9 @@ class RlkVectorEnv(VectorEnv):
         return a.copy() if self._copy else a
 
     def _as_actions(self, actions) -> np.ndarray:
+        if (self._on_device and not isinstance(actions, np.ndarray) and hasattr(actions, "__dlpack_device__")
+                and actions.__dlpack_device__()[0] == 2):
+            return actions  # a CUDA array: C++ takes it through DLPack without a copy and checks it
         if isinstance(actions, np.ndarray):
             a = actions
         elif hasattr(actions, "__dlpack__"):

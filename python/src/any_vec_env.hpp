@@ -38,7 +38,7 @@ struct make_request {
   std::string id;
   std::size_t num_envs = 0;
   std::uint64_t seed = 0;
-  std::string backend = "openmp";  ///< "serial" or "openmp"
+  std::string backend = "openmp";  ///< "serial", "openmp" or (a build with RLK_PYTHON_CUDA) "cuda"
   int num_threads = 0;             ///< OpenMP threads (0: OpenMP's default)
   std::vector<param_entry> params; ///< keyword arguments
 };
@@ -52,13 +52,15 @@ public:
   virtual const rlkernels::env_info& info() const = 0;  ///< registry description (id, spaces)
   virtual std::size_t num_envs() const = 0;             ///< N
   virtual std::size_t scalar_bytes() const = 0;         ///< 4 (float) or 8 (double)
-  virtual const char* backend_name() const = 0;         ///< "serial" or "openmp"
+  virtual const char* backend_name() const = 0;         ///< "serial", "openmp" or "cuda"
+  virtual int device() const = 0;                       ///< -1: arrays in host memory; else the CUDA device
   virtual bool has_action_mask() const = 0;             ///< Env::action_mask exists
   virtual std::size_t state_bytes() const = 0;          ///< sizeof(Env::State)
   virtual std::uint64_t seed() const = 0;               ///< key of the random streams now
   virtual std::vector<param_entry> params() const = 0;  ///< the Params fields Python can set
 
-  // ---- the vec_env's host arrays (valid until the object dies; rewritten by step and reset) ----
+  // ---- the vec_env's arrays, in host memory or on device() (valid until the object dies;
+  //      rewritten by step and reset) ----
   virtual void* observations() = 0;          ///< [N, observation_size] scalar
   virtual void* final_observations() = 0;    ///< [N, observation_size] scalar
   virtual void* rewards() = 0;               ///< [N] scalar
@@ -72,9 +74,15 @@ public:
   /// num_envs() * action_size scalars of scalar_bytes() each (continuous); vec_env::step
   /// validates the values and changes nothing when it throws.
   virtual void step(const void* actions) = 0;
+  /// step() with the actions in host memory: the same on the host backends; on CUDA they are
+  /// copied to the device first.
+  virtual void step_from_host(const void* actions) = 0;
+  /// Waits until the arrays hold the results of the last step or reset (CUDA; no-op on the host).
+  virtual void synchronize() = 0;
   /// Resets every env from the start of its stream under `seed` (none: the current seed).
   virtual void reset(std::optional<std::uint64_t> seed) = 0;
-  /// [N, num_actions] legal-action masks of the current observations (has_action_mask()).
+  /// [N, num_actions] legal-action masks of the current observations (has_action_mask()), into host
+  /// memory.
   virtual void action_masks(std::uint8_t* out) const = 0;
 
   // ---- episodes and states ----
@@ -93,6 +101,10 @@ std::unique_ptr<any_vec_env> make_vec_float_serial(const make_request& r);
 std::unique_ptr<any_vec_env> make_vec_float_openmp(const make_request& r);
 std::unique_ptr<any_vec_env> make_vec_double_serial(const make_request& r);
 std::unique_ptr<any_vec_env> make_vec_double_openmp(const make_request& r);
+#if RLK_PYTHON_CUDA
+std::unique_ptr<any_vec_env> make_vec_float_cuda(const make_request& r);   // python/src/envs_float_cuda.cu
+std::unique_ptr<any_vec_env> make_vec_double_cuda(const make_request& r);  // python/src/envs_double_cuda.cu
+#endif
 
 /// The keyword arguments `id` accepts with their default values (Gymnasium's where it has them).
 std::vector<param_entry> default_params(const std::string& id);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -125,8 +126,13 @@ public:
   const rlkernels::env_info& info() const override { return info_; }
   std::size_t num_envs() const override { return env_.num_envs(); }
   std::size_t scalar_bytes() const override { return sizeof(typename Env::scalar_type); }
-  const char* backend_name() const override {
-    return std::is_same_v<Backend, rlkernels::serial_backend> ? "serial" : "openmp";
+  const char* backend_name() const override { return rlkernels::backend_name(env_.backend()); }
+  int device() const override {
+    if constexpr (rlkernels::is_host_backend_v<Backend>) {
+      return -1;
+    } else {
+      return env_.backend().device;
+    }
   }
   bool has_action_mask() const override { return rlkernels::detail::has_action_mask<Env>::value; }
   std::size_t state_bytes() const override { return sizeof(typename Env::State); }
@@ -147,6 +153,18 @@ public:
     using A = typename venv::action_type;
     env_.step(rlkernels::view<const A>(static_cast<const A*>(actions), env_.num_envs() * venv::action_width));
   }
+  void step_from_host(const void* actions) override {
+    using A = typename venv::action_type;
+    if constexpr (rlkernels::is_host_backend_v<Backend>) {
+      step(actions);
+    } else {
+      const std::size_t count = env_.num_envs() * venv::action_width;
+      if (!scratch_) scratch_ = std::make_unique<rlkernels::buffer<A, Backend>>(env_.backend(), count);
+      scratch_->assign(static_cast<const A*>(actions), count);
+      env_.step(scratch_->cview());
+    }
+  }
+  void synchronize() override { rlkernels::synchronize(env_.backend()); }
   void reset(std::optional<std::uint64_t> seed) override {
     if (seed)
       env_.reset(*seed);
@@ -155,7 +173,15 @@ public:
   }
   void action_masks(std::uint8_t* out) const override {
     if constexpr (rlkernels::detail::has_action_mask<Env>::value) {
-      env_.action_masks(rlkernels::view<std::uint8_t>(out, env_.num_envs() * std::size_t(Env::num_actions)));
+      const std::size_t count = env_.num_envs() * std::size_t(Env::num_actions);
+      if constexpr (rlkernels::is_host_backend_v<Backend>) {
+        env_.action_masks(rlkernels::view<std::uint8_t>(out, count));
+      } else {
+        rlkernels::buffer<std::uint8_t, Backend> masks(env_.backend(), count);
+        env_.action_masks(masks.view());
+        const std::vector<std::uint8_t> host = masks.to_host();
+        std::memcpy(out, host.data(), count);
+      }
     } else {
       (void)out;
       throw std::invalid_argument("rlkernels: " + std::string(info_.id) + " has no action mask");
@@ -165,7 +191,12 @@ public:
   rlkernels::episode_statistics episode_statistics() const override { return env_.get_episode_statistics(); }
   void clear_episode_statistics() override { env_.clear_episode_statistics(); }
   void get_states(std::uint8_t* out) const override {
-    std::memcpy(out, env_.states().data(), env_.num_envs() * sizeof(typename Env::State));
+    if constexpr (rlkernels::is_host_backend_v<Backend>) {
+      std::memcpy(out, env_.states().data(), env_.num_envs() * sizeof(typename Env::State));
+    } else {
+      const auto host = env_.states().to_host();
+      std::memcpy(out, host.data(), host.size() * sizeof(typename Env::State));
+    }
   }
   void set_states(const std::uint8_t* in) override {
     std::vector<typename Env::State> states(env_.num_envs());
@@ -176,6 +207,8 @@ public:
 private:
   rlkernels::env_info info_;
   venv env_;
+  /// CUDA: the device copy of actions that step_from_host() received in host memory.
+  std::unique_ptr<rlkernels::buffer<typename venv::action_type, Backend>> scratch_;
 };
 
 /// The registry's env for r.id with r's keyword arguments, on `backend`.

@@ -31,13 +31,19 @@ using namespace rlkernels_python;
 
 namespace {
 
-using any_array = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // read-only input accepted (e.g. from JAX)
+using any_array = nb::ndarray<nb::ro, nb::c_contig>;  // any device; read-only input accepted (e.g. from JAX)
 using numpy_array = nb::ndarray<nb::numpy>;
 
-/// A NumPy array viewing `data` (C order), kept alive by `owner`.
-numpy_array view_of(void* data, std::size_t rows, std::size_t cols, nb::dlpack::dtype dt, nb::handle owner) {
+/// The env's array at `data` (C order, [rows] or [rows, cols]), kept alive by `owner`: a NumPy
+/// array on the host backends; on CUDA a DLPack-capable nanobind array on the env's device (the
+/// Python layer wraps it with __cuda_array_interface__).
+nb::object view_of(const any_vec_env& e, void* data, std::size_t rows, std::size_t cols, nb::dlpack::dtype dt,
+                   nb::handle owner) {
   const std::size_t shape[2] = {rows, cols};
-  return numpy_array(data, cols == 0 ? 1 : 2, shape, owner, nullptr, dt);
+  const std::size_t ndim = cols == 0 ? 1 : 2;
+  if (e.device() < 0) return nb::cast(numpy_array(data, ndim, shape, owner, nullptr, dt), nb::rv_policy::reference);
+  return nb::cast(nb::ndarray<>(data, ndim, shape, owner, nullptr, dt, nb::device::cuda::value, e.device()),
+                  nb::rv_policy::reference);
 }
 
 /// A new NumPy array of `count` elements of T that owns its memory.
@@ -147,11 +153,16 @@ std::unique_ptr<any_vec_env> make(const std::string& id, std::size_t num_envs, s
     throw std::invalid_argument("rlkernels.make_vec: dtype must be 'float32' or 'float64', got '" + dtype + "'");
   if (backend == "serial") return f32 ? make_vec_float_serial(r) : make_vec_double_serial(r);
   if (backend == "openmp") return f32 ? make_vec_float_openmp(r) : make_vec_double_openmp(r);
-  if (backend == "cuda")
+  if (backend == "cuda") {
+#if RLK_PYTHON_CUDA
+    return f32 ? make_vec_float_cuda(r) : make_vec_double_cuda(r);
+#else
     throw std::invalid_argument(
-        "rlkernels.make_vec: backend 'cuda' is not built into this Python module (the package builds the host "
-        "backends, 'serial' and 'openmp')");
-  throw std::invalid_argument("rlkernels.make_vec: backend must be 'serial' or 'openmp', got '" + backend + "'");
+        "rlkernels.make_vec: backend 'cuda' is not built into this Python module (build the package with "
+        "-C cmake.define.RLK_PYTHON_CUDA=ON -C cmake.define.RLK_ENABLE_CUDA=ON; this one has 'serial' and 'openmp')");
+#endif
+  }
+  throw std::invalid_argument("rlkernels.make_vec: backend must be 'serial', 'openmp' or 'cuda', got '" + backend + "'");
 }
 
 /// Checks an action array's dtype and shape against the env and returns its data pointer.
@@ -331,6 +342,11 @@ NB_MODULE(_rlkernels, m) {
     }
   });
 
+#if RLK_PYTHON_CUDA
+  m.attr("has_cuda") = true;
+#else
+  m.attr("has_cuda") = false;
+#endif
   m.def("registered_envs", []() {
     nb::list out;
     for (const rlkernels::env_info& info : rlkernels::registered_envs()) out.append(info_dict(info));
@@ -347,36 +363,70 @@ NB_MODULE(_rlkernels, m) {
       .def_prop_ro("state_bytes", &any_vec_env::state_bytes)
       .def_prop_ro("seed", &any_vec_env::seed)
       .def_prop_ro("params", [](const any_vec_env& e) { return params_dict(e.params()); })
-      .def(
-          "observations",
-          [](any_vec_env& e) {
-            return view_of(e.observations(), e.num_envs(), e.info().observation_size, scalar_dtype(e), nb::find(&e));
-          })
-      .def("final_observations",
+      .def_prop_ro("device", &any_vec_env::device)
+      .def("observations",
            [](any_vec_env& e) {
-             return view_of(e.final_observations(), e.num_envs(), e.info().observation_size, scalar_dtype(e),
+             return view_of(e, e.observations(), e.num_envs(), e.info().observation_size, scalar_dtype(e),
                             nb::find(&e));
            })
-      .def("rewards", [](any_vec_env& e) { return view_of(e.rewards(), e.num_envs(), 0, scalar_dtype(e), nb::find(&e)); })
+      .def("final_observations",
+           [](any_vec_env& e) {
+             return view_of(e, e.final_observations(), e.num_envs(), e.info().observation_size, scalar_dtype(e),
+                            nb::find(&e));
+           })
+      .def("rewards",
+           [](any_vec_env& e) { return view_of(e, e.rewards(), e.num_envs(), 0, scalar_dtype(e), nb::find(&e)); })
       .def("terminated",
-           [](any_vec_env& e) { return view_of(e.terminated(), e.num_envs(), 0, nb::dtype<bool>(), nb::find(&e)); })
+           [](any_vec_env& e) { return view_of(e, e.terminated(), e.num_envs(), 0, nb::dtype<bool>(), nb::find(&e)); })
       .def("truncated",
-           [](any_vec_env& e) { return view_of(e.truncated(), e.num_envs(), 0, nb::dtype<bool>(), nb::find(&e)); })
+           [](any_vec_env& e) { return view_of(e, e.truncated(), e.num_envs(), 0, nb::dtype<bool>(), nb::find(&e)); })
       .def("episode_lengths",
            [](any_vec_env& e) {
-             return view_of(e.episode_lengths(), e.num_envs(), 0, nb::dtype<std::int32_t>(), nb::find(&e));
+             return view_of(e, e.episode_lengths(), e.num_envs(), 0, nb::dtype<std::int32_t>(), nb::find(&e));
            })
       .def("episode_returns",
            [](any_vec_env& e) {
-             return view_of(e.episode_returns(), e.num_envs(), 0, nb::dtype<double>(), nb::find(&e));
+             return view_of(e, e.episode_returns(), e.num_envs(), 0, nb::dtype<double>(), nb::find(&e));
+           })
+      .def("pointers",
+           [](any_vec_env& e) {
+             // raw addresses of the arrays, for __cuda_array_interface__ (the Python layer)
+             nb::dict d;
+             d["observations"] = reinterpret_cast<std::uintptr_t>(e.observations());
+             d["final_observations"] = reinterpret_cast<std::uintptr_t>(e.final_observations());
+             d["rewards"] = reinterpret_cast<std::uintptr_t>(e.rewards());
+             d["terminated"] = reinterpret_cast<std::uintptr_t>(e.terminated());
+             d["truncated"] = reinterpret_cast<std::uintptr_t>(e.truncated());
+             return d;
            })
       .def(
           "step",
           [](any_vec_env& e, any_array actions) {
+            const bool on_device = actions.device_type() == nb::device::cuda::value;
+            if (actions.device_type() != nb::device::cpu::value && !on_device)
+              throw nb::type_error("rlkernels: actions must be in host memory or on a CUDA device");
+            if (on_device) {
+              if (e.device() < 0)
+                throw nb::type_error(("rlkernels: the actions are on cuda:" + std::to_string(actions.device_id()) +
+                                      ", but this env runs on the host backend '" + e.backend_name() +
+                                      "': pass host (NumPy/CPU) actions")
+                                         .c_str());
+              if (actions.device_id() != e.device())
+                throw nb::type_error(("rlkernels: the actions are on cuda:" + std::to_string(actions.device_id()) +
+                                      ", the env on cuda:" + std::to_string(e.device()))
+                                         .c_str());
+              if (e.info().action_space == rlkernels::action_kind::discrete &&
+                  actions.dtype() != nb::dtype<std::int32_t>())
+                throw nb::type_error("rlkernels: discrete actions on the GPU must be int32 (torch: .int())");
+            }
             thread_local std::vector<std::int32_t> scratch;
             const void* p = checked_actions(e, actions, scratch);
             nb::gil_scoped_release release;
-            e.step(p);
+            if (on_device || e.device() < 0)
+              e.step(p);
+            else
+              e.step_from_host(p);
+            e.synchronize();
           },
           nb::arg("actions"))
       .def(
@@ -384,6 +434,7 @@ NB_MODULE(_rlkernels, m) {
           [](any_vec_env& e, std::optional<std::uint64_t> seed) {
             nb::gil_scoped_release release;
             e.reset(seed);
+            e.synchronize();
           },
           nb::arg("seed") = nb::none())
       .def("action_masks",

@@ -1,0 +1,58 @@
+"""backend="cuda": refused with the build option's name when the module has no CUDA backend; with a
+GPU and a CUDA build, trajectories agree with the host backend within rounding, arrays are zero-copy
+device views (DLPack and __cuda_array_interface__), and actions come from the GPU or the host."""
+
+import numpy as np
+import pytest
+
+import rlkernels
+
+
+def test_cuda_backend_is_refused_naming_the_build_option_when_absent():
+    if rlkernels.has_cuda:
+        pytest.skip("this build has the CUDA backend")
+    with pytest.raises(ValueError, match="RLK_PYTHON_CUDA=ON"):
+        rlkernels.make_vec("CartPole-v1", 4, backend="cuda")
+
+
+def _torch_with_gpu():
+    torch = pytest.importorskip("torch")
+    if not rlkernels.has_cuda:
+        pytest.skip("this build has no CUDA backend (RLK_PYTHON_CUDA=OFF)")
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    return torch
+
+
+def test_cuda_agrees_with_the_host_and_views_device_memory():
+    torch = _torch_with_gpu()
+    n = 1024
+    gpu = rlkernels.make_vec("CartPole-v1", n, seed=3, backend="cuda", dtype="float64")
+    cpu = rlkernels.make_vec("CartPole-v1", n, seed=3, backend="serial", dtype="float64", final_obs="array")
+    host = lambda x: torch.from_dlpack(x).cpu().numpy()  # noqa: E731
+    obs_g, _ = gpu.reset(seed=3)
+    obs_c, _ = cpu.reset(seed=3)
+    np.testing.assert_allclose(host(obs_g), obs_c, rtol=1e-5, atol=1e-6)
+    rng = np.random.default_rng(0)
+    address = torch.from_dlpack(obs_g).data_ptr()
+    assert obs_g.__cuda_array_interface__["data"][0] == address
+    for t in range(50):
+        a = rng.integers(0, 2, size=n).astype(np.int32)
+        actions = torch.from_numpy(a).cuda() if t % 2 == 0 else a  # device actions, and host ones (copied)
+        og, rg, tg, trg, ig = gpu.step(actions)
+        oc, rc, tc, trc, ic = cpu.step(a)
+        np.testing.assert_array_equal(host(tg), tc)
+        np.testing.assert_array_equal(host(trg), trc)
+        np.testing.assert_allclose(host(og), oc, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(host(ig["final_obs"]), ic["final_obs"] if "final_obs" in ic else oc,
+                                   rtol=1e-5, atol=1e-6)
+        assert torch.from_dlpack(og).data_ptr() == address
+    gpu.step(rng.integers(0, 2, size=n))  # int64 host actions: checked and narrowed, then copied
+    with pytest.raises(TypeError, match="int32"):
+        gpu.step(torch.zeros(n, dtype=torch.int64, device="cuda"))
+    with pytest.raises(TypeError, match="CPU"):
+        cpu.step(torch.zeros(n, dtype=torch.int32, device="cuda"))
+    bad = torch.zeros(n, dtype=torch.int32, device="cuda")
+    bad[7] = 5
+    with pytest.raises(ValueError, match="env 7"):
+        gpu.step(bad)
