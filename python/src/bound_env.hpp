@@ -87,8 +87,7 @@ void assign(const std::string& id, const std::string& name, T& field, const para
 template <class Env>
 std::vector<param_entry> params_of(const typename Env::Params& p) {
   std::vector<param_entry> out;
-  auto& mutable_p = const_cast<typename Env::Params&>(p);  // visit takes a non-const Params; nothing is written
-  param_fields<Env>::visit(mutable_p, [&](const char* name, auto& field) { out.push_back({name, to_value(field)}); });
+  param_fields<Env>::visit(p, [&](const char* name, const auto& field) { out.push_back({name, to_value(field)}); });
   return out;
 }
 

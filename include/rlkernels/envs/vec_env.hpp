@@ -591,9 +591,10 @@ public:
   }
 
   /// Statistics of the episodes completed since construction, reset() or the last clear.
-  /// The host backends sum in a fixed order (per chunk of 64 envs in step and env order, then the
-  /// chunks in order: the same numbers for every thread count); CUDA keeps one sum per env and
-  /// reduces them with CUB, which repeats run to run on the same GPU model.
+  /// The host backends sum in a fixed order (per chunk of 64 envs, or of one env for an env with
+  /// `parallel_from`, in step and env order, then the chunks in order: the same numbers for every
+  /// thread count); CUDA keeps one sum per env and reduces them with CUB, which repeats run to run
+  /// on the same GPU model.
   episode_statistics get_episode_statistics() const {
     return detail::statistics_of(detail::reduce_accumulators(backend_, completed_.data(), completed_.size()));
   }
@@ -623,7 +624,8 @@ public:
   /// "rewards", "terminated", "truncated" and "seed" (a value: reset(seed) changes it). The
   /// constant `prefix` + "layout" (num_envs, first_env_index, observation_size, state bytes)
   /// must match. Params are not saved: construct the env with the same ones. The episode
-  /// accumulators are one per 64 envs on the host and one per env on CUDA, so a checkpoint
+  /// accumulators are one per 64 envs on the host (one per env for an env with `parallel_from`)
+  /// and one per env on CUDA, so a checkpoint
   /// resumes on the backend kind that wrote it.
   template <class Checkpoint>
   void bind_checkpoint(Checkpoint& c, const std::string& prefix) {
