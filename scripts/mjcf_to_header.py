@@ -92,6 +92,12 @@ def check_supported(m):
         refuse("<option density/viscosity/wind>: fluid forces are not supported")
     if opt.disableflags & ~SUPPORTED_DISABLE:
         refuse(f"<flag>: disable flags {opt.disableflags & ~SUPPORTED_DISABLE:#x} are not supported")
+    # Sparse Jacobians (jacobian="sparse", or "auto" from nv = 60: mj_isSparse) give the same
+    # solution to rounding, but the engine's dense algebra would not follow MuJoCo's operation order.
+    jac = int(opt.jacobian)
+    if jac == int(mujoco.mjtJacobian.mjJAC_SPARSE) or (jac == int(mujoco.mjtJacobian.mjJAC_AUTO) and m.nv >= 60):
+        refuse(f"<option jacobian=...>: MuJoCo would use sparse Jacobians here (nv = {m.nv}); the engine is dense "
+               f"(jacobian=\"dense\", or nv < 60 with \"auto\")")
     if opt.enableflags & ~HARMLESS_ENABLE:
         refuse(f"<flag>: enable flags {opt.enableflags & ~HARMLESS_ENABLE:#x} (override, sleep, fwdinv, ...) are not supported")
     if m.ntree > 1:
@@ -126,6 +132,12 @@ def check_supported(m):
             refuse(f"geom '{gn}': adhesion is not supported")
         if m.geom_fluid[g][0]:
             refuse(f"geom '{gn}': fluidshape is not supported")
+        if any(m.geom_surfacevel[g]):
+            refuse(f"geom '{gn}': surfacevel (a moving surface) is not supported")
+    # Actuators: one control each (a motor); MuJoCo's actuator_* arrays have nactuator rows, ctrl nu.
+    if m.nu != m.nactuator or any(int(c) != 1 for c in m.actuator_ctrlnum):
+        refuse(f"the model's actuators take {m.nu} controls for {m.nactuator} actuators; only one control per "
+               f"actuator (motors) is supported")
     for a in range(m.nu):
         an = name_of(m, O.mjOBJ_ACTUATOR, a)
         if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
@@ -166,6 +178,7 @@ def candidate_pairs(m):
         body_ca[m.geom_bodyid[g]] |= int(m.geom_conaffinity[g])
 
     pairs = []
+    midphase_disabled = bool(m.opt.disableflags & int(D.mjDSBL_MIDPHASE))
     for b1 in range(m.nbody):
         for b2 in range(b1 + 1, m.nbody):
             if not (body_ct[b1] or body_ca[b1]) or not (body_ct[b2] or body_ca[b2]):
@@ -185,6 +198,7 @@ def candidate_pairs(m):
                 continue
             g1s = [g for g in range(m.ngeom) if m.geom_bodyid[g] == b1]
             g2s = [g for g in range(m.ngeom) if m.geom_bodyid[g] == b2]
+            body_pairs = []
             for g1 in g1s:
                 for g2 in g2s:
                     if bitmask_blocks(m.geom_contype[g1], m.geom_conaffinity[g1], m.geom_contype[g2],
@@ -196,7 +210,14 @@ def candidate_pairs(m):
                         refuse(f"geoms '{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, a)}' and "
                                f"'{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, b)}' can collide, but the engine has no "
                                f"{GEOM_NAMES.get(key[0], key[0])}-{GEOM_NAMES.get(key[1], key[1])} collision")
-                    pairs.append((a, b, MAX_CONTACTS[key]))
+                    body_pairs.append((a, b, MAX_CONTACTS[key]))
+            if (len(g1s) > 1 or len(g2s) > 1) and not midphase_disabled:
+                # MuJoCo sends a body pair with several geoms through its BVH midphase, then sorts
+                # that pair's contacts (stably) by their geom ids as stored, lower geom type first
+                # (mj_collision's contactcompare); the single-geom and all-to-all paths keep this
+                # loop's order.
+                body_pairs.sort(key=lambda p: (p[0], p[1]))
+            pairs += body_pairs
     return pairs
 
 
