@@ -13,9 +13,6 @@ namespace rlkernels {
 namespace physics {
 namespace detail {
 
-/// MuJoCo's mjMINVAL (the smallest denominator it accepts; the same in float and double builds).
-template <class S> RLK_INLINE S min_value() { return S(1e-15); }
-
 /// What a primitive collider returns per contact (MuJoCo's mjPreContact): the frame is completed
 /// later from the normal and an optional first tangent.
 template <class S>

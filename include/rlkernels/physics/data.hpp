@@ -75,7 +75,6 @@ struct data {
   Scalar cdof[nv][6];           ///< com-based motion axis of each dof (rotation, translation)
   Scalar crb[nbody][10];        ///< composite rigid-body inertia
   Scalar qM[nv][nv];            ///< joint-space mass matrix, dense and symmetric, armature included
-  Scalar qLD[nv][nv];           ///< its Cholesky factor L (lower triangle; M = L L^T): detail::cholesky_solve(qLD, x)
   Scalar qLDL[nv][nv];          ///< MuJoCo's own factor M = L^T D L (mj_factorM; lower triangle: L's strict part, D on the diagonal): solve_inertia()
   Scalar qLDiagInv[nv];         ///< 1 / D of qLDL
 

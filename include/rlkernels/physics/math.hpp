@@ -12,6 +12,11 @@ namespace rlkernels {
 namespace physics {
 namespace detail {
 
+/// MuJoCo's mjMINVAL (the smallest denominator it accepts; the same in float and double builds)
+/// and mjMAXVAL (the largest sane state value).
+template <class S> RLK_INLINE S min_value() { return S(1e-15); }
+template <class S> RLK_INLINE S max_value() { return S(1e10); }
+
 /// Dot product in MuJoCo's order of additions (mju_dot: four partial sums over blocks of 4,
 /// combined as (0 + 2) + (1 + 3), then the remaining 1-3 products): the solver's sums then round
 /// exactly as MuJoCo's.

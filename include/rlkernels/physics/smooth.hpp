@@ -20,12 +20,8 @@ namespace rlkernels {
 namespace physics {
 namespace detail {
 
-/// MuJoCo's mjMINVAL (the smallest denominator) and mjMAXVAL (the largest sane state value).
-template <class S> RLK_INLINE S min_val() { return S(1e-15); }
-template <class S> RLK_INLINE S max_val() { return S(1e10); }
-
-/// MuJoCo's mju_isBad: NaN or beyond +-1e10.
-template <class S> RLK_INLINE bool is_bad(S x) { return x != x || x > max_val<S>() || x < -max_val<S>(); }
+/// MuJoCo's mju_isBad: NaN or beyond +-1e10 (mjMAXVAL).
+template <class S> RLK_INLINE bool is_bad(S x) { return x != x || x > max_value<S>() || x < -max_value<S>(); }
 
 /// Spatial operations in MuJoCo's exact order of operations (its mju_/mji_ functions), so that
 /// the engine rounds as MuJoCo does. Motion and force vectors are (rotation, translation); a
@@ -58,9 +54,9 @@ template <class S> RLK_INLINE void mul_quat(S* r, const S* a, const S* b) {
 /// (within mjMINVAL) is left untouched.
 template <class S> RLK_INLINE void normalize4(S* q) {
   const S n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  if (n < min_val<S>()) {
+  if (n < min_value<S>()) {
     q[0] = S(1); q[1] = S(0); q[2] = S(0); q[3] = S(0);
-  } else if (std::fabs(n - S(1)) > min_val<S>()) {
+  } else if (std::fabs(n - S(1)) > min_value<S>()) {
     const S inv = S(1) / n;
     q[0] *= inv; q[1] *= inv; q[2] *= inv; q[3] *= inv;
   }
@@ -201,46 +197,6 @@ RLK_INLINE void local_to_global(const data<S, D>& d, S* xpos, S* xmat, const S* 
 
 }  // namespace spatial
 
-/// @brief Dense Cholesky factorisation A = L L^T of a symmetric positive definite N x N matrix.
-/// Reads the lower triangle of A; writes L into the lower triangle of `L` and zeros above it.
-/// L may be A itself (in place). Used for the mass matrix (d.qLD) and by the solver.
-/// @return false when a pivot is not positive or not finite (the factor then holds NaN or inf,
-///         which the step's acceleration check catches, as MuJoCo's unchecked factorisation does)
-template <class S, int N>
-RLK_HOST_DEVICE bool cholesky_factor(S (&L)[N][N], const S (&A)[N][N]) {
-  bool ok = true;
-  for (int j = 0; j < N; ++j) {
-    S djj = A[j][j];
-    for (int k = 0; k < j; ++k) djj -= L[j][k] * L[j][k];
-    if (!(djj > S(0))) ok = false;
-    const S ljj = std::sqrt(djj);
-    L[j][j] = ljj;
-    const S inv = S(1) / ljj;
-    for (int i = j + 1; i < N; ++i) {
-      S s = A[i][j];
-      for (int k = 0; k < j; ++k) s -= L[i][k] * L[j][k];
-      L[i][j] = s * inv;
-    }
-    for (int i = 0; i < j; ++i) L[i][j] = S(0);
-  }
-  return ok;
-}
-
-/// @brief Solves (L L^T) x = b in place (x holds b on entry) with the factor of cholesky_factor.
-template <class S, int N>
-RLK_HOST_DEVICE void cholesky_solve(const S (&L)[N][N], S* x) {
-  for (int i = 0; i < N; ++i) {  // L y = b
-    S s = x[i];
-    for (int k = 0; k < i; ++k) s -= L[i][k] * x[k];
-    x[i] = s / L[i][i];
-  }
-  for (int i = N - 1; i >= 0; --i) {  // L^T x = y
-    S s = x[i];
-    for (int k = i + 1; k < N; ++k) s -= L[k][i] * x[k];
-    x[i] = s / L[i][i];
-  }
-}
-
 /// @brief MuJoCo's L^T D L factorisation (mj_factorI) of a symmetric positive definite matrix
 /// with the tree sparsity of the mass matrix (entry (i, j), j < i, non-zero only when dof j is an
 /// ancestor of dof i, ancestors from dof_parentid), in place on the lower triangle: afterwards
@@ -363,7 +319,7 @@ RLK_HOST_DEVICE void com_pos(const model<S, D>& m, data<S, D>& d) {
     p[0] += d.subtree_com[i][0]; p[1] += d.subtree_com[i][1]; p[2] += d.subtree_com[i][2];
   }
   for (int i = 0; i < D::nbody; ++i) {
-    if (m.body_subtreemass[i] < min_val<S>())
+    if (m.body_subtreemass[i] < min_value<S>())
       copy3(d.subtree_com[i], d.xipos[i]);
     else
       scale3(d.subtree_com[i], d.subtree_com[i], S(1) / m.body_subtreemass[i]);
@@ -423,16 +379,15 @@ RLK_HOST_DEVICE void crb(const model<S, D>& m, data<S, D>& d) {
   }
 }
 
-/// @brief Factorises d.qM twice: MuJoCo's L^T D L (mj_factorM) into d.qLDL / d.qLDiagInv, which
-/// solve_inertia uses (so M^-1 is MuJoCo's to the last bit), and the dense Cholesky M = L L^T
-/// into d.qLD (for code that wants a plain Cholesky factor). Returns false if the Cholesky finds
-/// M not positive definite.
+/// @brief Factorises d.qM as MuJoCo does (mj_factorM: L^T D L with the tree's sparsity) into
+/// d.qLDL / d.qLDiagInv, which solve_inertia uses, so that M^-1 is MuJoCo's to the last bit. A
+/// matrix that is not positive definite leaves inf or NaN in the factor, which the step's
+/// acceleration check catches (MuJoCo's factorisation is unchecked too).
 template <class S, class D>
-RLK_HOST_DEVICE bool factor_inertia(const model<S, D>& m, data<S, D>& d) {
+RLK_HOST_DEVICE void factor_inertia(const model<S, D>& m, data<S, D>& d) {
   for (int i = 0; i < D::nv; ++i)
     for (int j = 0; j < D::nv; ++j) d.qLDL[i][j] = d.qM[i][j];
   detail::ldl_factor_tree(d.qLDL, d.qLDiagInv, m.dof_parentid);
-  return detail::cholesky_factor(d.qLD, d.qM);
 }
 
 /// @brief x = M^-1 x in place with MuJoCo's factor of factor_inertia (MuJoCo's mj_solveM).
@@ -570,7 +525,7 @@ RLK_HOST_DEVICE void actuation(const model<S, D>& m, data<S, D>& d) {
 // ------------------------------------------------------------------------------------------------
 
 /// @brief MuJoCo's mj_fwdAcceleration: qfrc_smooth = passive - bias + actuator (no applied
-/// forces), qacc_smooth = M^-1 qfrc_smooth (needs qLD).
+/// forces), qacc_smooth = M^-1 qfrc_smooth (needs factor_inertia's qLDL).
 template <class S, class D>
 RLK_HOST_DEVICE void smooth_acceleration(const model<S, D>& m, data<S, D>& d) {
   for (int i = 0; i < D::nv; ++i) {

@@ -392,12 +392,13 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
   solve_inertia(m, d, c.Mgrad);  // MuJoCo's L^T D L solve (mj_solveLD)
   const Scalar gap = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
   const bool small_gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv)) < tol;
-  bool done = (gap > Scalar(0) ? gap : Scalar(0)) < tol && small_gradient;
+  // mju_max(0, x) as MuJoCo writes it (0 >= x ? 0 : x): a NaN stays NaN and never counts as converged
+  bool done = (Scalar(0) >= gap ? Scalar(0) : gap) < tol && small_gradient;
   if (!done) {
     detail::newton_factor_hessian(d, c);
     detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
     const Scalar dec = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
-    done = small_gradient && (dec > Scalar(0) ? dec : Scalar(0)) < tol;
+    done = small_gradient && (Scalar(0) >= dec ? Scalar(0) : dec) < tol;
   }
   if (!done)
     for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
@@ -429,7 +430,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
     const Scalar improvement = c.scale * ls_improvement;
     const Scalar gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv));
     const Scalar dec_raw = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
-    const Scalar decrement = dec_raw > Scalar(0) ? dec_raw : Scalar(0);
+    const Scalar decrement = Scalar(0) >= dec_raw ? Scalar(0) : dec_raw;
     ++iter;
     if ((improvement > Scalar(0) && improvement < tol) || gradient < tol || decrement < tol) break;
     for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
