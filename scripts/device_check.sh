@@ -14,7 +14,7 @@
 # archive of tests/, benchmarks/, examples/ and lib/ (Google Benchmark's shared library and
 # libgomp; the binaries' run path starts with $ORIGIN/../lib): the binaries compress about 3:1,
 # and run unpacks them into a temporary folder. Also reference.tar.gz (the tests' golden data: run unpacks it and points the
-# tests at it with RLK_REFERENCE_DIR), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
+# tests at it with RLK_REFERENCE_DIR), eigen3.tar.gz and wheels/ (Gymnasium: for the Python stages), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
 # if a binary needs a library outside the bundle, the CUDA toolkit's runtime and cuBLAS and the
 # C/C++ runtime (glibc, libstdc++, libgcc_s, libgomp), or if DIR is over 60 MiB (the device
 # tool carries 64 MiB with the working tree). BUNDLE_PACK=0 leaves the four folders unpacked.
@@ -25,7 +25,11 @@
 # copy of the bytes a CartPole step moves (the MuJoCo envs Hopper-v5, Walker2d-v5, HalfCheetah-v5 in
 # float and double at 2^16 .. 2^22), PPO on CartPole-v1 to 475 (3 seeds), PPO on HalfCheetah-v5 for 1M
 # env steps, the SAC, TD3 and DQN presets, compute-sanitizer memcheck and racecheck on the smallest test binaries (when
-# compute-sanitizer is on PATH or in /usr/local/cuda/bin) and the other CUDA benchmarks. It writes
+# compute-sanitizer is on PATH or in /usr/local/cuda/bin) and the other CUDA benchmarks. Beside the
+# tests it builds the Python package's module with its CUDA backend for that machine's python3 (from
+# the source tree around the script, with the bundle's eigen3.tar.gz; niced, in the background),
+# then runs its pytest suite and benchmarks/python_throughput.py on CUDA after the env benchmarks
+# (DEVICE_CHECK_PYTHON=0 leaves them out). It writes
 # every stage's log to OUT/logs/ (one archive, OUT/logs.tar.gz, when OUT is the device tool's $OUT),
 # OUT/summary.json (per stage: name, status pass/fail/timeout/skipped, seconds, key numbers) and
 # OUT/summary.txt, the table it prints last. OUT defaults to $OUT when set, else DIR/results.
@@ -190,6 +194,35 @@ check_bundle_libraries() {
   return "$bad"
 }
 
+# The Python package's check on the GPU machine needs what its image lacks: Eigen's headers (the
+# rlkernels target's dependency; packed in their installed layout, which Eigen3Config.cmake finds
+# relative to itself) and wheels of the pure-Python packages the tests import (Gymnasium and its
+# Farama-Notifications). run builds the module there, for that machine's Python (3.12 there, so a
+# module built here could not load). Missing pieces are warnings: the python stages then skip.
+prepare_python_extras() {
+  local dir="$1" build="$2" eigen_dir prefix
+  eigen_dir="$(sed -n 's/^Eigen3_DIR:PATH=//p' "$build/CMakeCache.txt" | head -1)"
+  if [[ -f "$eigen_dir/Eigen3Config.cmake" ]]; then
+    prefix="$(cd "$eigen_dir/../../.." && pwd)"
+    if [[ -d "$prefix/include/eigen3" ]]; then
+      tar -czf "$dir/eigen3.tar.gz" -C "$prefix" "${eigen_dir#"$prefix"/}" include/eigen3
+    else
+      echo "warning: no $prefix/include/eigen3 beside $eigen_dir: the bundle has no Eigen (python stages will skip)" >&2
+    fi
+  else
+    echo "warning: Eigen3_DIR not found in $build/CMakeCache.txt: the bundle has no Eigen (python stages will skip)" >&2
+  fi
+  local gym_version
+  gym_version="$(python3 -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null || echo 1.4.0)"
+  mkdir -p "$dir/wheels"
+  if ! timeout 180 python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$dir/wheels" "gymnasium==$gym_version" farama-notifications >"$build/wheels.log" 2>&1; then
+    echo "warning: pip download of gymnasium==$gym_version failed (python stages will skip): $(tail -1 "$build/wheels.log")" >&2
+    rm -rf "$dir/wheels"
+  fi
+  echo "== prepare: for the Python stages: $(ls "$dir"/eigen3.tar.gz "$dir"/wheels/*.whl 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')"
+}
+
 prepare_main() {
   local started=$SECONDS
   local dir="${1:-$repo/build/device-bundle}"
@@ -283,6 +316,7 @@ prepare_main() {
   # The golden data, compressed (5.4 MB of text in 1.5 MB): run unpacks it.
   tar -czf "$dir/reference.tar.gz" -C "$repo/tests" reference
   cp "$repo/scripts/device_check.sh" "$dir/device_check.sh"
+  prepare_python_extras "$dir" "$build"
 
   # The manifest: what was built, from which commit, with which compiler.
   local commit dirty
@@ -445,7 +479,7 @@ find_toolkit_libraries() {
 # The CUDA test binaries, every one with Catch2's durations, a few at a time (one GPU, many cores);
 # memory_test alone first, as its cases are about how much memory there is.
 run_tests() {
-  local jobs="${TEST_JOBS:-4}" bin
+  local jobs="${TEST_JOBS:-4}" bin pids=()
   test_stage() {
     stage "test.$(basename "$1")" test "${TEST_TIMEOUT_S:-180}" \
       env RLK_REFERENCE_DIR="$refdir" "$1" --durations yes --use-colour no
@@ -455,10 +489,12 @@ run_tests() {
   # shellcheck disable=SC2010  # the bundle's own file names
   for bin in $(ls -S "$dir"/tests/*_cuda | grep -E '/(ppo|dqn|actor_critic)_test_cuda$') \
     $(ls -S "$dir"/tests/*_cuda | grep -v -E '/(ppo|dqn|actor_critic|memory)_test_cuda$'); do
-    while (($(jobs -rp | wc -l) >= jobs)); do wait -n; done
+    # (the Python module's build, when it runs in the background, is not one of the test jobs)
+    while (($(jobs -rp | grep -v -x -F "${py_build_pid:-none}" | wc -l) >= jobs)); do wait -n; done
     test_stage "$bin" &
+    pids+=($!)
   done
-  wait
+  ((${#pids[@]} == 0)) || wait "${pids[@]}"
 }
 
 # The env benchmarks at N = 2^16 .. 2^24 (MinAtar and the grid envs to 2^22: at 2^24 their
@@ -681,6 +717,20 @@ for s in stages:
         m = re.search(r"evaluation \(deterministic policy, (\d+) episodes\): mean return ([-\d.]+) \+- ([\d.]+)", text)
         if m:
             s.update(eval_episodes=int(m.group(1)), eval_mean_return=float(m.group(2)), eval_std=float(m.group(3)))
+    elif kind == "python":
+        if s["name"] == "python.tests":
+            counts = {k: int(v) for v, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", text.splitlines()[-1] if text else "")}
+            s.update({f"pytest_{k}": v for k, v in counts.items()})
+            s["skip_reasons"] = re.findall(r"^SKIPPED \[\d+\] (.+)$", text, re.M)
+        elif s["name"] == "python.throughput":
+            rows = []
+            for line in text.splitlines():
+                if line.startswith("{"):
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError:
+                        pass
+            s["rows"] = rows
     elif kind == "libraries":
         missing = sorted(set(re.findall(r"^\s*(\S+) => not found", read(os.path.join(logs, "ldd.txt")), re.M)))
         if missing:
@@ -770,6 +820,12 @@ def detail(s):
         if "eval_mean_return" in s:
             parts.append(f"eval {s['eval_mean_return']:.1f} +- {s['eval_std']:.1f}")
         return "; ".join(parts)
+    if k == "python" and s["name"] == "python.tests":
+        return ", ".join(f"{s[key]} {key[7:]}" for key in ("pytest_passed", "pytest_failed", "pytest_skipped",
+                                                            "pytest_errors", "pytest_error") if key in s)
+    if k == "python" and s.get("rows"):
+        return "; ".join(f"{r['env']} N={r['num_envs']}: " + (f"{r['env_steps_per_s'] / 1e6:.1f}M/s" if "env_steps_per_s" in r
+                         else "error") for r in s["rows"])
     if k == "libraries" and s.get("missing"):
         return "missing: " + ", ".join(s["missing"])
     return s.get("note", "")
@@ -830,6 +886,66 @@ with open(os.path.join(out, "summary.txt"), "w") as f:
 print(text, end="")
 sys.exit(0 if overall == "pass" else 3 if overall == "no_gpu" else 1)
 PY
+}
+
+# The Python package with its CUDA backend, on that machine's Python: configured and built from
+# the source tree this script sits in (scripts/..; a bundle's own copy has none, and skips), with
+# the bundle's Eigen, in the background and niced while the CUDA tests run (PYTHON_BUILD_JOBS, 8).
+python_build_start() {
+  py_build_pid="" py_root=""
+  local why="" nvcc eigen_cfg
+  nvcc="$(command -v nvcc || true)"
+  [[ -n "$nvcc" || ! -x /usr/local/cuda/bin/nvcc ]] || nvcc=/usr/local/cuda/bin/nvcc
+  if [[ "${DEVICE_CHECK_PYTHON:-1}" != 1 ]]; then why="DEVICE_CHECK_PYTHON=0"
+  elif [[ ! -f "$repo/python/CMakeLists.txt" ]]; then why="no source tree beside this script ($repo/python)"
+  elif [[ ! -f "$dir/eigen3.tar.gz" ]]; then why="the bundle has no eigen3.tar.gz"
+  elif ! command -v cmake >/dev/null 2>&1; then why="no cmake"
+  elif [[ -z "$nvcc" ]]; then why="no nvcc"
+  elif ! python3 -c "import nanobind" >/dev/null 2>&1; then why="python3 has no nanobind"
+  fi
+  if [[ -n "$why" ]]; then
+    skip python.build python "$why"
+    return 0
+  fi
+  py_root="$(mktemp -d "${TMPDIR:-/tmp}/rlk-python.XXXXXX")"
+  mkdir -p "$py_root/eigen" "$py_root/site"
+  tar -xzf "$dir/eigen3.tar.gz" -C "$py_root/eigen"
+  eigen_cfg="$(dirname "$(find "$py_root/eigen" -name Eigen3Config.cmake | head -1)")"
+  local generator=() py_cuda=ON
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  # DEVICE_CHECK_PYTHON_CUDA=0: the module without its CUDA backend (to try these stages without a GPU)
+  [[ "${DEVICE_CHECK_PYTHON_CUDA:-1}" == 1 ]] || py_cuda=OFF
+  stage python.build python "${PYTHON_BUILD_TIMEOUT_S:-330}" nice -n 19 bash -c '
+    cmake -S "$1" -B "$2" "${@:7}" -DCMAKE_BUILD_TYPE=Release -DRLK_BUILD_TESTS=OFF -DRLK_BUILD_EXAMPLES=OFF \
+      -DRLK_BUILD_BENCHMARKS=OFF -DRLK_HEADER_CHECK=OFF -DRLK_NATIVE_ARCH=OFF -DRLK_ENABLE_CUDA=ON \
+      -DRLK_PYTHON_CUDA="$6" -DCMAKE_CUDA_COMPILER="$3" -DCMAKE_CUDA_ARCHITECTURES=90 -DEigen3_DIR="$4" \
+      -DPython_EXECUTABLE="$(command -v python3)" &&
+    cmake --build "$2" --target _rlkernels --parallel "$5" &&
+    PYTHONPATH="$2/python" python3 -c "import rlkernels; print(\"rlkernels imports; has_cuda =\", rlkernels.has_cuda)"
+  ' _ "$repo" "$py_root/build" "$nvcc" "$eigen_cfg" "${PYTHON_BUILD_JOBS:-8}" "$py_cuda" "${generator[@]}" &
+  py_build_pid=$!
+}
+
+# After the env benchmarks: the package's pytest suite (the GPU tests among it) and the env-steps/s
+# of a Python loop on CUDA (benchmarks/python_throughput.py), once the module has built.
+run_python() {
+  [[ -n "$py_build_pid" ]] || return 0
+  wait "$py_build_pid"
+  if ! grep -q $'^python.build\tpass' "$records"; then
+    skip python.tests python "the module did not build (logs/python.build.log)"
+    skip python.throughput python "the module did not build (logs/python.build.log)"
+    return 0
+  fi
+  local wheels=("$dir"/wheels/*.whl)
+  if [[ -f "${wheels[0]}" ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$py_root/site" \
+      "${wheels[@]}" >"$logs/python.wheels.log" 2>&1 || echo "  (installing the bundle's wheels failed: logs/python.wheels.log)"
+  fi
+  local path="$py_root/build/python:$py_root/site"
+  stage python.tests python 180 env PYTHONPATH="$path" OMP_NUM_THREADS=4 \
+    python3 -m pytest -q -rs -p no:cacheprovider "$repo/python/tests"
+  stage python.throughput python 90 env PYTHONPATH="$path" python3 "$repo/benchmarks/python_throughput.py" \
+    --backend cuda --envs CartPole-v1,MinAtar/Breakout-v1,Hopper-v5 --sizes 65536,1048576 --min-time 0.2
 }
 
 run_main() {
@@ -909,10 +1025,14 @@ run_main() {
   check_bundle_libraries "$dir" "$logs/ldd.txt" >"$logs/libraries.log" 2>&1 || lib_status=fail
   sed 's/^/  /' "$logs/libraries.log"
   printf 'libraries\t%s\t%s\t\tlibraries\n' "$lib_status" "$((SECONDS - t0))" >>"$records"
+  echo "== Python package: building the module with its CUDA backend (background, niced)"
+  python_build_start
   echo "== CUDA tests (${TEST_JOBS:-4} at a time)"
   run_tests
   echo "== env benchmarks"
   run_env_benchmarks
+  echo "== Python package: pytest and a Python loop on CUDA"
+  run_python
   echo "== trainers"
   run_trainers
   echo "== compute-sanitizer"
@@ -928,6 +1048,7 @@ run_main() {
   fi
   [[ -z "$unpacked" ]] || rm -rf "$unpacked"
   [[ -z "$binaries_dir" ]] || rm -rf "$binaries_dir"
+  [[ -z "${py_root:-}" ]] || rm -rf "$py_root"
   return "$status"
 }
 
