@@ -4,7 +4,8 @@
 //
 //   random_policy [--env ID] [--backend serial|openmp|cuda] [--envs N] [--steps T] [--seed S] [--list]
 //
-// The CUDA backend is available in the build compiled by nvcc (random_policy_cuda).
+// The CUDA backend is in the build compiled by nvcc (random_policy_cuda), which runs only it (its
+// default); the serial and OpenMP backends are in random_policy.
 #include <rlkernels/rlkernels.hpp>
 
 #include <chrono>
@@ -19,7 +20,7 @@ namespace {
 
 struct options {
   std::string env = "CartPole-v1";
-  std::string backend = "openmp";
+  std::string backend = RLK_HAS_CUDA ? "cuda" : "openmp";
   std::size_t envs = 4096;
   int steps = 1000;
   std::uint64_t seed = 1;
@@ -117,21 +118,25 @@ options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     const options opt = parse(argc, argv);
-    rlkernels::visit_env(opt.env, [&](auto entry) {
-      if (opt.backend == "serial") {
-        run(rlkernels::serial, opt, entry);
-      } else if (opt.backend == "openmp") {
-        run(rlkernels::openmp, opt, entry);
-      } else if (opt.backend == "cuda") {
+    // random_policy_cuda (nvcc) runs the CUDA backend, random_policy the host ones: nvcc then
+    // compiles every env for one backend, not three.
+    if (opt.backend != "serial" && opt.backend != "openmp" && opt.backend != "cuda")
+      throw std::invalid_argument("unknown backend '" + opt.backend + "' (serial, openmp or cuda)");
 #if RLK_HAS_CUDA
-        run(rlkernels::cuda_backend{}, opt, entry);
+    if (opt.backend != "cuda")
+      throw std::invalid_argument("random_policy_cuda runs --backend cuda; the " + opt.backend +
+                                  " backend is in random_policy (the host build beside it)");
+    rlkernels::visit_env(opt.env, [&](auto entry) { run(rlkernels::cuda_backend{}, opt, entry); });
 #else
-        throw std::invalid_argument("this build has no CUDA backend; run random_policy_cuda (built when nvcc is found)");
-#endif
-      } else {
-        throw std::invalid_argument("unknown backend '" + opt.backend + "' (serial, openmp or cuda)");
-      }
+    if (opt.backend == "cuda")
+      throw std::invalid_argument("this build has no CUDA backend; run random_policy_cuda (built when nvcc is found)");
+    rlkernels::visit_env(opt.env, [&](auto entry) {
+      if (opt.backend == "serial")
+        run(rlkernels::serial, opt, entry);
+      else
+        run(rlkernels::openmp, opt, entry);
     });
+#endif
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
