@@ -380,9 +380,9 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
 // ---------------------------------------------------------------------------------------------
 
 /// Calls f(backend) with the backend named `name` (serial, openmp, cuda) and returns what it returns.
-template <class F>
 /// The nvcc-built <program>_cuda runs the CUDA backend only: the host backends are the host build's
 /// (<program>), which keeps nvcc from compiling every trainer three times (a third less nvcc time).
+template <class F>
 int with_backend(const std::string& name, const program& p, F&& f) {
 #if RLK_HAS_CUDA
   if (name == "cuda") return f(rlkernels::cuda_backend{});

@@ -160,8 +160,9 @@ def check_supported(m):
 
 def candidate_pairs(m):
     """Geom pairs MuJoCo's broadphase + geom filters can pass, in mj_collision's order: body pairs
-    by signature (b1 < b2), then the geoms of b1 by the geoms of b2; each pair with the lower geom
-    type first (as the narrow phase orders it)."""
+    by signature (b1 < b2), then the geoms of b1 by the geoms of b2 (sorted by geom ids where a
+    body has several geoms and the midphase is on, as MuJoCo sorts that pair's contacts); each
+    pair with the lower geom type first (as the narrow phase orders it)."""
     dsbl_filterparent = bool(m.opt.disableflags & int(D.mjDSBL_FILTERPARENT))
     excluded = set()
     for k in range(m.nexclude):

@@ -24,14 +24,20 @@ def _torch_with_gpu():
     return torch
 
 
+def _cuda_and_serial(torch, env_id, n, seed):
+    """The same float64 batch on CUDA and on the serial backend, both reset; returns them, their
+    first observations and a device-to-NumPy copy function."""
+    gpu = rlkernels.make_vec(env_id, n, seed=seed, backend="cuda", dtype="float64")
+    cpu = rlkernels.make_vec(env_id, n, seed=seed, backend="serial", dtype="float64", final_obs="array")
+    obs_g, _ = gpu.reset(seed=seed)
+    obs_c, _ = cpu.reset(seed=seed)
+    return gpu, cpu, obs_g, obs_c, lambda x: torch.from_dlpack(x).cpu().numpy()
+
+
 def test_cuda_agrees_with_the_host_and_views_device_memory():
     torch = _torch_with_gpu()
     n = 1024
-    gpu = rlkernels.make_vec("CartPole-v1", n, seed=3, backend="cuda", dtype="float64")
-    cpu = rlkernels.make_vec("CartPole-v1", n, seed=3, backend="serial", dtype="float64", final_obs="array")
-    host = lambda x: torch.from_dlpack(x).cpu().numpy()  # noqa: E731
-    obs_g, _ = gpu.reset(seed=3)
-    obs_c, _ = cpu.reset(seed=3)
+    gpu, cpu, obs_g, obs_c, host = _cuda_and_serial(torch, "CartPole-v1", n, 3)
     np.testing.assert_allclose(host(obs_g), obs_c, rtol=1e-5, atol=1e-6)
     rng = np.random.default_rng(0)
     address = torch.from_dlpack(obs_g).data_ptr()
@@ -88,11 +94,7 @@ def test_cuda_arrays_reach_cupy_and_jax_without_a_copy():
 def test_cuda_physics_env_agrees_with_the_host():
     torch = _torch_with_gpu()
     n = 64
-    gpu = rlkernels.make_vec("Hopper-v5", n, seed=9, backend="cuda", dtype="float64")
-    cpu = rlkernels.make_vec("Hopper-v5", n, seed=9, backend="serial", dtype="float64", final_obs="array")
-    host = lambda x: torch.from_dlpack(x).cpu().numpy()  # noqa: E731
-    obs_g, _ = gpu.reset(seed=9)
-    obs_c, _ = cpu.reset(seed=9)
+    gpu, cpu, obs_g, obs_c, host = _cuda_and_serial(torch, "Hopper-v5", n, 9)
     np.testing.assert_allclose(host(obs_g), obs_c, rtol=1e-12, atol=1e-12)
     rng = np.random.default_rng(1)
     for _ in range(10):  # a few steps: contacts are chaotic, and the GPU contracts multiply-adds differently
