@@ -128,10 +128,13 @@ template <class Scalar, class Dims>
 RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
   constexpr int nv = Dims::nv;
   c.cost = update_rows(d, c.Jaref);
-  for (int j = 0; j < nv; ++j) {
-    Scalar s = Scalar(0);
-    for (int i = 0; i < d.nefc; ++i) s += d.efc_J[i][j] * d.efc_force[i];
-    d.qfrc_constraint[j] = s;
+  // J' force row by row, skipping rows without force (as MuJoCo's mju_mulMatTVec): each entry
+  // still sums its terms in row order from +0, and a zero term never changes such a sum
+  for (int j = 0; j < nv; ++j) d.qfrc_constraint[j] = Scalar(0);
+  for (int i = 0; i < d.nefc; ++i) {
+    const Scalar f = d.efc_force[i];
+    if (f == Scalar(0)) continue;
+    for (int j = 0; j < nv; ++j) d.qfrc_constraint[j] += d.efc_J[i][j] * f;
   }
   Scalar gauss = Scalar(0);
   for (int i = 0; i < nv; ++i) gauss += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc[i] - d.qacc_smooth[i]);
@@ -143,15 +146,22 @@ RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, newton_context<S
 template <class Scalar, class Dims>
 RLK_INLINE void newton_factor_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
   constexpr int nv = Dims::nv;
-  for (int i = 0; i < nv; ++i) {
-    for (int j = 0; j <= i; ++j) {
-      Scalar s = Scalar(0);
-      for (int r = 0; r < d.nefc; ++r)
-        if (d.efc_state[r] == state_quadratic) s += d.efc_J[r][i] * d.efc_D[r] * d.efc_J[r][j];
-      c.L[i][j] = s + d.qM[i][j];
+  // J' D J over the quadratic rows, row by row (each entry sums its terms in row order from +0;
+  // rows whose (J_ri D_r) is zero add nothing), then M
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nv; ++j) c.L[i][j] = Scalar(0);
+  for (int r = 0; r < d.nefc; ++r) {
+    if (d.efc_state[r] != state_quadratic) continue;
+    const Scalar* J = d.efc_J[r];
+    const Scalar D = d.efc_D[r];
+    for (int i = 0; i < nv; ++i) {
+      const Scalar t = J[i] * D;
+      if (t == Scalar(0)) continue;
+      for (int j = 0; j <= i; ++j) c.L[i][j] += t * J[j];
     }
-    for (int j = i + 1; j < nv; ++j) c.L[i][j] = Scalar(0);
   }
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j <= i; ++j) c.L[i][j] += d.qM[i][j];
   solver_cholesky(c.L, nv, min_value<Scalar>());
 }
 
