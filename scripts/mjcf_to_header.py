@@ -11,8 +11,8 @@ would let through (contype/conaffinity, same-weld and parent filters, <exclude>)
 which MuJoCo's mj_collision visits them.
 
 The engine supports a subset of MJCF; anything outside it is refused with an error naming the
-element (hinge and slide joints; plane, sphere and capsule geoms; motors on joints; no tendons,
-equality constraints, sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone and
+element (free, ball, hinge and slide joints; plane, sphere and capsule geoms; fixed tendons
+(length and Jacobian); motors on hinge and slide joints; no spatial tendons, equality constraints, sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone and
 the Newton solver; Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
@@ -38,6 +38,7 @@ MAX_CONTACTS = {
     (CAPSULE, CAPSULE): 2,
 }
 HINGE, SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
+BALL, FREE = int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)
 GEOM_NAMES = {PLANE: "plane", SPHERE: "sphere", CAPSULE: "capsule"}
 
 # Disable flags the engine honours (the others must be left at their defaults).
@@ -70,7 +71,7 @@ def check_supported(m):
     """Raises Unsupported naming the first element outside the engine's subset."""
     O = mujoco.mjtObj
     counts = {
-        "tendon": m.ntendon, "equality": m.neq, "sensor": m.nsensor, "flex": m.nflex, "plugin": m.nplugin,
+        "equality": m.neq, "sensor": m.nsensor, "flex": m.nflex, "plugin": m.nplugin,
         "explicit <pair>": m.npair, "mocap body": m.nmocap, "activation state (actuator dynamics)": m.na,
         "hfield": m.nhfield, "mesh": m.nmesh, "site used by an actuator": 0,
     }
@@ -108,8 +109,13 @@ def check_supported(m):
             refuse(f"body '{name_of(m, O.mjOBJ_BODY, b)}': gravcomp is not supported")
     for j in range(m.njnt):
         jn = name_of(m, O.mjOBJ_JOINT, j)
-        if int(m.jnt_type[j]) not in (HINGE, SLIDE):
-            refuse(f"joint '{jn}': type {mujoco.mjtJoint(m.jnt_type[j]).name} (only hinge and slide)")
+        jt = int(m.jnt_type[j])
+        if jt not in (HINGE, SLIDE, BALL, FREE):
+            refuse(f"joint '{jn}': type {mujoco.mjtJoint(m.jnt_type[j]).name} (only free, ball, hinge and slide)")
+        if jt in (BALL, FREE) and m.jnt_limited[j]:
+            refuse(f"joint '{jn}': limits on a {mujoco.mjtJoint(m.jnt_type[j]).name} joint are not supported")
+        if jt in (BALL, FREE) and m.jnt_stiffness[j]:
+            refuse(f"joint '{jn}': stiffness on a {mujoco.mjtJoint(m.jnt_type[j]).name} joint is not supported")
         if m.jnt_actfrclimited[j]:
             refuse(f"joint '{jn}': actuatorfrcrange is not supported")
         if m.jnt_actgravcomp[j]:
@@ -134,6 +140,22 @@ def check_supported(m):
             refuse(f"geom '{gn}': fluidshape is not supported")
         if any(m.geom_surfacevel[g]):
             refuse(f"geom '{gn}': surfacevel (a moving surface) is not supported")
+    # Tendons: fixed tendons (a linear combination of hinge/slide joint positions) for their
+    # length and Jacobian; nothing may act on them yet.
+    for t in range(m.ntendon):
+        tn = name_of(m, O.mjOBJ_TENDON, t)
+        adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+        for k in range(adr, adr + num):
+            if int(m.wrap_type[k]) != int(mujoco.mjtWrap.mjWRAP_JOINT):
+                refuse(f"tendon '{tn}': a spatial tendon (only fixed tendons are supported)")
+            if int(m.jnt_type[m.wrap_objid[k]]) not in (HINGE, SLIDE):
+                refuse(f"tendon '{tn}': a joint that is not a hinge or slide")
+        for what, bad in (("limits (range)", m.tendon_limited[t]), ("stiffness", m.tendon_stiffness[t]),
+                          ("damping", m.tendon_damping[t]), ("frictionloss", m.tendon_frictionloss[t]),
+                          ("armature", m.tendon_armature[t])):
+            if bad:
+                refuse(f"tendon '{tn}': {what} is not supported (the engine computes fixed tendons' lengths and "
+                       f"Jacobians only)")
     # Actuators: one control each (a motor); MuJoCo's actuator_* arrays have nactuator rows, ctrl nu.
     if m.nu != m.nactuator or any(int(c) != 1 for c in m.actuator_ctrlnum):
         refuse(f"the model's actuators take {m.nu} controls for {m.nactuator} actuators; only one control per "
@@ -325,6 +347,12 @@ def generate(xml_path, name):
         out(f"  m.pair_geom1[{i}] = {g1}; m.pair_geom2[{i}] = {g2}; m.pair_maxcon[{i}] = {maxcon}; "
             f"m.pair_conadr[{i}] = {conadr};  // {gn1} - {gn2}")
         conadr += maxcon
+    if m.ntendon:
+        out("  // fixed tendons")
+        integers("tendon_adr", m.tendon_adr)
+        integers("tendon_num", m.tendon_num)
+        integers("wrap_objid", m.wrap_objid)
+        scalars("wrap_prm", m.wrap_prm)
     out("  // actuators")
     integers("actuator_trnid", [m.actuator_trnid[a][0] for a in range(m.nu)])
     integers("actuator_ctrllimited", m.actuator_ctrllimited)
@@ -356,6 +384,7 @@ struct {name}_dims {{
   static constexpr int npair = {len(pairs)};  ///< candidate collision pairs
   static constexpr int ncon = {ncon};   ///< contact slots (sum of the pairs' maximum contacts)
   static constexpr int nefc = {nefc};  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ntendon = {m.ntendon}, nwrap = {m.nwrap};  ///< fixed tendons and their joint entries
 }};
 
 /// @brief The `{name}` model ({os.path.basename(xml_path)} as MuJoCo {mujoco.__version__} compiles it).

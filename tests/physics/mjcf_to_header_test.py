@@ -23,7 +23,8 @@ def run(xml_path, name, output=None):
 
 
 # 1. The committed headers are reproducible.
-for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("half_cheetah", "half_cheetah.xml")):
+for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("half_cheetah", "half_cheetah.xml"),
+                  ("ant", "ant.xml")):
     r = run(os.path.join(assets, xml), name)
     committed = open(os.path.join(root, "include", "rlkernels", "envs", "mujoco", "models", name + ".hpp")).read()
     if r.returncode != 0:
@@ -42,8 +43,10 @@ BASE = """<mujoco>
   {extra}
 </mujoco>"""
 cases = [
-    ("ball joint", dict(body='<joint name="shoulder" type="ball"/><geom type="sphere" size=".1"/>', extra=""),
-     "joint 'shoulder'"),
+    ("limited ball joint", dict(body='<joint name="shoulder" type="ball" range="0 1"/><geom type="sphere" size=".1"/>',
+                                extra=""), "joint 'shoulder'"),
+    ("ball joint stiffness", dict(body='<joint name="wrist" type="ball" stiffness="2"/><geom type="sphere" size=".1"/>',
+                                  extra=""), "joint 'wrist'"),
     ("box geom", dict(body='<joint type="hinge"/><geom name="crate" type="box" size=".1 .1 .1"/>', extra=""),
      "geom 'crate'"),
     ("condim 6", dict(body='<joint type="hinge"/><geom name="ball6" type="sphere" size=".1" condim="6"/>', extra=""),
@@ -56,8 +59,16 @@ cases = [
                       extra=""), "geom 'sticky_ball'"),
     ("two trees", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/></body><body name="c" pos="1 0 1">'
                             '<joint type="hinge"/><geom type="sphere" size=".1"/>', extra=""), "kinematic trees"),
-    ("tendon", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
-                    extra='<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'), "tendon"),
+    ("tendon limits", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
+                           extra='<tendon><fixed name="t" range="-1 1"><joint joint="j" coef="1"/></fixed></tendon>'),
+     "tendon 't'"),
+    ("tendon stiffness", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
+                              extra='<tendon><fixed name="t2" stiffness="3"><joint joint="j" coef="1"/></fixed></tendon>'),
+     "tendon 't2'"),
+    ("spatial tendon", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/><site name="s1"/>'
+                                 '<site name="s2" pos="0 0 .1"/>',
+                            extra='<tendon><spatial name="rope"><site site="s1"/><site site="s2"/></spatial></tendon>'),
+     "tendon 'rope'"),
     ("elliptic cone", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                            extra='<option cone="elliptic"/>'), "cone"),
     ("implicit integrator", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',

@@ -288,6 +288,7 @@ TEST_CASE("collision, constraint rows and Newton solve equal MuJoCo along random
   SECTION("hopper") { run_case<hopper_case>(6, 150, 4, 5e-3, true); }
   SECTION("walker2d") { run_case<walker2d_case>(6, 150, 4, 5e-3, true); }
   SECTION("half_cheetah") { run_case<half_cheetah_case>(6, 120, 5, 0.1, true); }
+  SECTION("ant") { run_case<ant_case>(6, 150, 5, 0.1, true); }
 }
 
 namespace {
@@ -378,6 +379,7 @@ TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mu
   SECTION("hopper") { run_perturbed<hopper_case>(3, 100, 4, 5e-3, 3.0); }
   SECTION("walker2d") { run_perturbed<walker2d_case>(3, 100, 4, 5e-3, 3.0); }
   SECTION("half_cheetah") { run_perturbed<half_cheetah_case>(3, 100, 5, 0.1, 3.0); }
+  SECTION("ant") { run_perturbed<ant_case>(3, 100, 5, 0.1, 3.0); }
 }
 
 namespace {
@@ -682,4 +684,65 @@ TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constrai
   SECTION("hopper") { run_pipeline<hopper_case>(4, 100, 4, 5e-3); }
   SECTION("walker2d") { run_pipeline<walker2d_case>(4, 100, 4, 5e-3); }
   SECTION("half_cheetah") { run_pipeline<half_cheetah_case>(4, 100, 5, 0.1); }
+  SECTION("ant") { run_pipeline<ant_case>(4, 100, 5, 0.1); }
+}
+
+namespace {
+
+/// cfrc_ext as Gymnasium reads it (mj_step, then mj_rnePostConstraint: from the last forward pass
+/// of the step) against step() then rne_post_constraint(), along random trajectories.
+template <class Case>
+void run_cfrc_ext(int episodes, int steps_per_episode, int frame_skip, double noise, bool deliberate_bug = false) {
+  using Dims = typename Case::dims;
+  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  mjModel* m = mj.get();
+  const auto sim = make_mj_data(m);
+  const auto ours = Case::template model<double>();
+  test_rng rng(2718);
+  auto data_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *data_ptr;
+  double err = 0, largest = 0;
+  long steps = 0, with_force = 0;
+  for (int ep = 0; ep < episodes; ++ep) {
+    mj_resetData(m, sim.get());
+    for (int i = 0; i < m->nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
+    for (int i = 0; i < m->nv; ++i) sim->qvel[i] = rng.uniform(-noise, noise);
+    copy_state_from_mujoco(m, sim.get(), o);
+    for (int t = 0; t < steps_per_episode; ++t) {
+      for (int a = 0; a < m->nu; ++a) o.ctrl[a] = sim->ctrl[a] = rng.uniform(-1.0, 1.0);
+      for (int f = 0; f < frame_skip; ++f) {
+        mj_step(m, sim.get());
+        physics::step(ours, o);
+        REQUIRE(o.warning == 0);
+      }
+      mj_rnePostConstraint(m, sim.get());
+      physics::rne_post_constraint(ours, o);
+      if (deliberate_bug)  // the torque taken about the contact point instead of the subtree com
+        for (int b = 0; b < Dims::nbody; ++b)
+          if (o.cfrc_ext[b][5] != 0) o.cfrc_ext[b][0] = o.cfrc_ext[b][1] = o.cfrc_ext[b][2] = 0;
+      err = std::max(err, max_scaled_error(&o.cfrc_ext[0][0], sim->cfrc_ext, 6 * Dims::nbody));
+      err = std::max(err, max_scaled_error(o.qpos, sim->qpos, Dims::nq));
+      double norm = 0;
+      for (int k = 0; k < 6 * Dims::nbody; ++k) norm = std::max(norm, std::fabs(sim->cfrc_ext[k]));
+      largest = std::max(largest, norm);
+      with_force += norm > 0;
+      ++steps;
+    }
+  }
+  std::printf("[constraint] %s cfrc_ext after %ld env steps (%ld with contact forces, largest %.3g): max error %.3g%s\n",
+              Case::name, steps, with_force, largest, err, deliberate_bug ? " (deliberate bug)" : "");
+  if (deliberate_bug) {
+    CHECK(err > 1e-3);
+  } else {
+    CHECK(with_force > steps / 4);
+    CHECK(err <= 1e-12);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cfrc_ext after a step equals mj_rnePostConstraint's", "[mujoco][constraint][cfrc_ext]") {
+  SECTION("ant") { run_cfrc_ext<ant_case>(4, 200, 5, 0.1); }
+  SECTION("hopper") { run_cfrc_ext<hopper_case>(4, 200, 4, 5e-3); }
+  SECTION("deliberate bug") { run_cfrc_ext<ant_case>(1, 100, 5, 0.1, true); }
 }

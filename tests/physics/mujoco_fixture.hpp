@@ -6,6 +6,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include <rlkernels/envs/mujoco/models/ant.hpp>
 #include <rlkernels/envs/mujoco/models/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/models/hopper.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
@@ -71,6 +72,14 @@ struct half_cheetah_case {
   static constexpr const char* xml = "half_cheetah.xml";
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::half_cheetah<Scalar>(); }
+};
+
+struct ant_case {
+  using dims = rlkernels::models::ant_dims;
+  static constexpr const char* name = "ant";
+  static constexpr const char* xml = "ant.xml";
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::ant<Scalar>(); }
 };
 
 /// Copies qpos, qvel, ctrl, qacc_warmstart and time from our data into MuJoCo's.

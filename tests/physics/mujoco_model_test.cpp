@@ -39,7 +39,7 @@ struct field_checker {
 }  // namespace
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case) {
+                   walker2d_case, half_cheetah_case, ant_case) {
   const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template model<double>();
@@ -131,6 +131,14 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.array("geom_size", &ours.geom_size[0][0], m->geom_size, 3 * m->ngeom);
   c.array("geom_pos", &ours.geom_pos[0][0], m->geom_pos, 3 * m->ngeom);
   c.array("geom_quat", &ours.geom_quat[0][0], m->geom_quat, 4 * m->ngeom);
+  // fixed tendons
+  REQUIRE(M::ntendon == m->ntendon);
+  REQUIRE(M::nwrap == m->nwrap);
+  c.ints("tendon_adr", ours.tendon_adr, m->tendon_adr, m->ntendon);
+  c.ints("tendon_num", ours.tendon_num, m->tendon_num, m->ntendon);
+  c.ints("wrap_objid", ours.wrap_objid, m->wrap_objid, m->nwrap);
+  c.array("wrap_prm", ours.wrap_prm, m->wrap_prm, m->nwrap);
+  for (int w = 0; w < m->nwrap; ++w) c.value("wrap_type (joint)", w, mjWRAP_JOINT, m->wrap_type[w]);
   // actuators (motors on joints: gear[0], gainprm[0]; the generator refused anything else)
   for (int a = 0; a < m->nu; ++a) {
     c.value("actuator_trnid", a, ours.actuator_trnid[a], m->actuator_trnid[2 * a]);
@@ -167,7 +175,7 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case) {
+                   walker2d_case, half_cheetah_case, ant_case) {
   const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);
@@ -188,6 +196,11 @@ TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[muj
     mj_resetData(m, d);
     for (int i = 0; i < m->nq; ++i) d->qpos[i] += rng.uniform(-0.5, 0.5);
     for (int i = 0; i < m->nv; ++i) d->qvel[i] = rng.uniform(-5.0, 5.0);
+    if (m->jnt_type[0] == mjJNT_FREE) {
+      // a free-floating robot: any orientation, low over the floor, so that every body lands on it
+      d->qpos[2] = rng.uniform(0.0, 0.6);
+      for (int k = 3; k < 7; ++k) d->qpos[k] = rng.uniform(-1.0, 1.0);
+    }
     for (int t = 0; t < 300; ++t) {
       for (int a = 0; a < m->nu; ++a) d->ctrl[a] = rng.uniform(-1.0, 1.0);
       mj_step(m, d);

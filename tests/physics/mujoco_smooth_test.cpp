@@ -19,6 +19,7 @@ namespace {
 
 namespace ph = rlkernels::physics;
 
+using rlk_test::ant_case;
 using rlk_test::half_cheetah_case;
 using rlk_test::hopper_case;
 using rlk_test::walker2d_case;
@@ -48,7 +49,12 @@ void random_state(std::mt19937_64& rng, const mjModel* mm, double* qpos, double*
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   for (int j = 0; j < mm->njnt; ++j) {
     const int a = mm->jnt_qposadr[j];
-    if (mm->jnt_limited[j]) {
+    if (mm->jnt_type[j] == mjJNT_FREE || mm->jnt_type[j] == mjJNT_BALL) {
+      // position (free) and a random quaternion, not normalised (as Gymnasium's reset noise leaves it)
+      const int nlin = mm->jnt_type[j] == mjJNT_FREE ? 3 : 0;
+      for (int k = 0; k < nlin; ++k) qpos[a + k] = mm->qpos0[a + k] + u(rng);
+      for (int k = 0; k < 4; ++k) qpos[a + nlin + k] = u(rng);
+    } else if (mm->jnt_limited[j]) {
       const double lo = mm->jnt_range[2 * j], hi = mm->jnt_range[2 * j + 1];
       qpos[a] = lo + (hi - lo) * (0.5 + 0.5 * u(rng)) + 0.1 * u(rng);
     } else {
@@ -165,6 +171,7 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   SECTION("hopper") { check_forward<hopper_case>("hopper", "hopper.xml"); }
   SECTION("walker2d") { check_forward<walker2d_case>("walker2d", "walker2d_v5.xml"); }
   SECTION("half_cheetah") { check_forward<half_cheetah_case>("half_cheetah", "half_cheetah.xml"); }
+  SECTION("ant (free joint)") { check_forward<ant_case>("ant", "ant.xml"); }
 }
 
 TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {
@@ -184,6 +191,9 @@ TEST_CASE("constraint-free trajectories agree with mj_step", "[mujoco][smooth]")
   }
   SECTION("half_cheetah (Euler, implicit damping)") {
     compare_trajectory<half_cheetah_case>("half_cheetah", "half_cheetah.xml", 500, 20, &early, &all);
+  }
+  SECTION("ant (RK4, free joint)") {
+    compare_trajectory<ant_case>("ant", "ant.xml", 500, 20, &early, &all);
   }
   CHECK(early <= 1e-12);
   CHECK(all <= 1e-9);

@@ -49,6 +49,7 @@ struct data {
   using model_type = model<Scalar, Dims>;
   static constexpr int nq = Dims::nq, nv = Dims::nv, nbody = Dims::nbody, njnt = Dims::njnt, ngeom = Dims::ngeom;
   static constexpr int nu_ = detail::at_least_one(Dims::nu);
+  static constexpr int ntendon_ = model_type::ntendon_;
   static constexpr int ncon_ = detail::at_least_one(Dims::ncon);
   static constexpr int nefc_ = detail::at_least_one(Dims::nefc);
 
@@ -77,6 +78,8 @@ struct data {
   Scalar qM[nv][nv];            ///< joint-space mass matrix, dense and symmetric, armature included
   Scalar qLDL[nv][nv];          ///< MuJoCo's own factor M = L^T D L (mj_factorM; lower triangle: L's strict part, D on the diagonal): solve_inertia()
   Scalar qLDiagInv[nv];         ///< 1 / D of qLDL
+  Scalar ten_length[ntendon_];  ///< tendon lengths (fixed tendons: sum of coef * qpos)
+  Scalar ten_J[ntendon_][nv];   ///< tendon Jacobians (dense; MuJoCo stores them sparse)
 
   // ---- contacts and constraints ----
   int ncon;                       ///< contacts found
@@ -100,6 +103,7 @@ struct data {
   // ---- velocity stage ----
   Scalar cvel[nbody][6];          ///< com-based velocity (rotation, translation)
   Scalar cdof_dot[nv][6];         ///< time derivative of cdof
+  Scalar ten_velocity[ntendon_];  ///< tendon velocities (ten_J qvel)
   Scalar qfrc_bias[nv];           ///< C(q, qdot) + gravity (RNE)
   Scalar qfrc_passive[nv];        ///< springs and dampers
   Scalar actuator_force[nu_];     ///< actuator forces
@@ -110,6 +114,7 @@ struct data {
   Scalar qacc_smooth[nv];         ///< M^-1 qfrc_smooth
   Scalar qfrc_constraint[nv];     ///< J^T efc_force
   Scalar qacc[nv];                ///< acceleration
+  Scalar cfrc_ext[nbody][6];      ///< com-based external force on each body (torque, force), from the contacts: rne_post_constraint() only
   int solver_niter;               ///< Newton iterations of the last solve
   int solver_neval;               ///< line-search cost evaluations of those iterations (the sum of MuJoCo's solver[i].neval)
 };

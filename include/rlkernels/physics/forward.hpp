@@ -23,6 +23,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data
   // position stage (mj_fwdPosition)
   kinematics(m, d);
   com_pos(m, d);
+  tendon(m, d);
   crb(m, d);
   factor_inertia(m, d);
   if (!(flags & (disable_constraint | disable_contact)))
@@ -36,6 +37,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data
     d.nefc = 0;
   }
   // velocity stage (mj_fwdVelocity)
+  tendon_velocity(m, d);
   com_vel(m, d);
   passive(m, d);
   if (d.nefc > 0) reference_constraint(m, d);
@@ -100,14 +102,49 @@ RLK_HOST_DEVICE void check_acc(const model<S, D>& m, data<S, D>& d) {
     }
 }
 
-/// MuJoCo's mj_advance for hinge and slide joints: qvel += h qacc, then qpos += h v with v = vel
-/// if given, else the new qvel (semi-implicit); time += h; qacc_warmstart = d.qacc.
+/// MuJoCo's mju_quatIntegrate: rotates the quaternion q (normalised first) by the angular
+/// velocity w (in the frame q rotates to) over time h: q = normalise(q) * (cos(a/2), n sin(a/2))
+/// with n = w / |w| (x axis when |w| < mjMINVAL) and a = h |w|; no normalisation after the product.
+template <class S>
+RLK_HOST_DEVICE void quat_integrate(S* q, const S* w, S h) {
+  S axis[3] = {w[0], w[1], w[2]};
+  const S angle = h * normalize3(axis);
+  S rot[4];
+  spatial::axis_angle_quat(rot, axis, angle);
+  spatial::normalize4(q);
+  spatial::mul_quat(q, q, rot);
+}
+
+/// MuJoCo's mj_integratePos: qpos "+" h qvel joint by joint: free joints add h v to the position
+/// and integrate the quaternion with the angular velocity (body frame), ball joints integrate the
+/// quaternion, hinge and slide joints add h v.
+template <class S, class D>
+RLK_HOST_DEVICE void integrate_pos(const model<S, D>& m, S* qpos, const S* qvel, S h) {
+  for (int j = 0; j < D::njnt; ++j) {
+    int padr = m.jnt_qposadr[j], vadr = m.jnt_dofadr[j];
+    switch (m.jnt_type[j]) {
+      case joint_type::free:
+        for (int k = 0; k < 3; ++k) qpos[padr + k] += h * qvel[vadr + k];
+        padr += 3;
+        vadr += 3;
+        // fall through
+      case joint_type::ball:
+        quat_integrate(qpos + padr, qvel + vadr, h);
+        break;
+      default:
+        qpos[padr] += h * qvel[vadr];
+        break;
+    }
+  }
+}
+
+/// MuJoCo's mj_advance: qvel += h qacc, then qpos "+"= h v (integrate_pos) with v = vel if given,
+/// else the new qvel (semi-implicit); time += h; qacc_warmstart = d.qacc.
 template <class S, class D>
 RLK_HOST_DEVICE void advance(const model<S, D>& m, data<S, D>& d, const S* qacc, const S* vel) {
   const S h = m.timestep;
   for (int i = 0; i < D::nv; ++i) d.qvel[i] += qacc[i] * h;
-  const S* v = vel ? vel : d.qvel;
-  for (int j = 0; j < D::njnt; ++j) d.qpos[m.jnt_qposadr[j]] += h * v[m.jnt_dofadr[j]];
+  integrate_pos(m, d.qpos, vel ? vel : d.qvel, h);
   d.time += h;
   for (int i = 0; i < D::nv; ++i) d.qacc_warmstart[i] = d.qacc[i];
 }
@@ -172,7 +209,7 @@ RLK_HOST_DEVICE void runge_kutta4(const model<S, D>& m, data<S, D>& d) {
     }
     for (int k = 0; k < nq; ++k) Xq[i][k] = Xq[0][k];
     for (int k = 0; k < nv; ++k) Xv[i][k] = Xv[0][k];
-    for (int j = 0; j < D::njnt; ++j) Xq[i][m.jnt_qposadr[j]] += h * dXv[m.jnt_dofadr[j]];
+    integrate_pos(m, Xq[i], dXv, h);
     for (int k = 0; k < nv; ++k) Xv[i][k] += dXa[k] * h;
 
     for (int k = 0; k < nq; ++k) d.qpos[k] = Xq[i][k];

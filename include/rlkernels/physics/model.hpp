@@ -1,7 +1,7 @@
 // rlkernels/physics/model.hpp
 // The constants of one articulated-body model, as MuJoCo's compiler leaves them in an mjModel, for
-// the subset of MJCF the engine supports (hinge and slide joints, planes, spheres and capsules,
-// motor actuators on joints, soft contacts and joint limits). A model is a plain value: arrays sized
+// the subset of MJCF the engine supports (free, ball, hinge and slide joints, planes, spheres and
+// capsules, fixed tendons, motor actuators on joints, soft contacts and joint limits). A model is a plain value: arrays sized
 // at compile time by a `Dims` type, no pointers, so it can live in an env's Params and be passed by
 // value into a CUDA kernel. Models are generated from MJCF by scripts/mjcf_to_header.py (never
 // written by hand); field names and layouts follow mjModel's, so every value can be compared with
@@ -13,7 +13,10 @@
 namespace rlkernels {
 namespace physics {
 
-/// Joint types, numbered as MuJoCo's mjtJoint (free = 0 and ball = 1 are not supported yet).
+/// Joint types, numbered as MuJoCo's mjtJoint. A free joint has 7 qpos (position, then the
+/// orientation quaternion w, x, y, z) and 6 dofs (linear velocity in the world frame, then angular
+/// velocity in the body frame); a ball joint 4 qpos (a quaternion) and 3 dofs (angular velocity in
+/// the body frame); hinge and slide joints one of each.
 enum class joint_type : int { free = 0, ball = 1, slide = 2, hinge = 3 };
 
 /// Geom types, numbered as MuJoCo's mjtGeom (the subset the collision functions support).
@@ -63,10 +66,27 @@ enum sameframe : int {
 ///   static constexpr int npair = 10;     // candidate geom pairs (after contype/conaffinity/parent filters)
 ///   static constexpr int ncon = 18;      // contact slots: the sum over pairs of pair_maxcon
 ///   static constexpr int nefc = 78;      // constraint-row slots: 2 per limited joint + (2*condim-2 rows) per contact slot
+///   static constexpr int ntendon = 0, nwrap = 0;  // fixed tendons and their joint entries (optional members)
 /// };
 /// @endcode
 /// A Dims type holds only these `static constexpr int` members; every size is > 0 except npair,
 /// ncon, nefc, which may be 0 (the arrays then have one unused element).
+namespace detail {
+template <class Dims, class = void>
+struct dims_ntendon { static constexpr int ntendon = 0, nwrap = 0; };
+template <class Dims>
+struct dims_ntendon<Dims, decltype(void(Dims::ntendon + Dims::nwrap))> {
+  static constexpr int ntendon = Dims::ntendon, nwrap = Dims::nwrap;
+};
+}  // namespace detail
+
+/// Fixed tendons (ntendon) and their joint entries (nwrap) of a Dims type: its `ntendon` and
+/// `nwrap` members, or 0 and 0 for a Dims written before tendons existed.
+template <class Dims>
+constexpr int dims_ntendon = detail::dims_ntendon<Dims>::ntendon;
+template <class Dims>
+constexpr int dims_nwrap = detail::dims_ntendon<Dims>::nwrap;
+
 template <class Dims>
 struct dims_check {
   static_assert(Dims::nq > 0 && Dims::nv > 0 && Dims::nbody > 1 && Dims::njnt > 0 && Dims::ngeom > 0,
@@ -100,8 +120,12 @@ struct model {
   static constexpr int npair = Dims::npair;  ///< candidate collision pairs
   static constexpr int ncon = Dims::ncon;    ///< contact slots
   static constexpr int nefc = Dims::nefc;    ///< constraint-row slots
+  static constexpr int ntendon = dims_ntendon<Dims>;  ///< fixed tendons
+  static constexpr int nwrap = dims_nwrap<Dims>;      ///< joint entries of the fixed tendons
   static constexpr int nu_ = detail::at_least_one(nu);
   static constexpr int npair_ = detail::at_least_one(npair);
+  static constexpr int ntendon_ = detail::at_least_one(ntendon);
+  static constexpr int nwrap_ = detail::at_least_one(nwrap);
 
   // ---- mjOption ----
   Scalar timestep;           ///< opt.timestep (s)
@@ -136,11 +160,11 @@ struct model {
   Scalar body_subtreemass[nbody]; ///< mass of the subtree rooted at the body (the compiler's sum)
 
   // ---- joints (njnt) ----
-  joint_type jnt_type[Dims::njnt];  ///< hinge or slide
+  joint_type jnt_type[Dims::njnt];  ///< free, ball, hinge or slide
   int jnt_qposadr[Dims::njnt];      ///< first qpos coordinate
   int jnt_dofadr[Dims::njnt];       ///< first dof
   int jnt_bodyid[Dims::njnt];       ///< body the joint moves
-  int jnt_limited[Dims::njnt];      ///< 1 if the joint has a range constraint
+  int jnt_limited[Dims::njnt];      ///< 1 if the joint has a range constraint (hinge and slide only)
   int jnt_actuatorid[Dims::njnt];   ///< mjModel's jnt_actuatorid (-1 unless an actuator contributes damping/armature)
   Scalar jnt_pos[Dims::njnt][3];    ///< anchor in the body frame
   Scalar jnt_axis[Dims::njnt][3];   ///< axis in the body frame
@@ -186,6 +210,12 @@ struct model {
   int pair_geom2[npair_];   ///< second geom
   int pair_maxcon[npair_];  ///< contact slots the pair's collision function can fill (plane-sphere 1, plane-capsule 2, capsule-capsule 2)
   int pair_conadr[npair_];  ///< first contact slot of the pair
+
+  // ---- fixed tendons (ntendon): length = sum of coef * qpos over the tendon's joints ----
+  int tendon_adr[ntendon_];   ///< first entry of the tendon in wrap_*
+  int tendon_num[ntendon_];   ///< entries of the tendon
+  int wrap_objid[nwrap_];     ///< joint of the entry (a hinge or slide)
+  Scalar wrap_prm[nwrap_];    ///< coefficient of the entry
 
   // ---- actuators (nu): motors on joints (gaintype fixed, biastype none, dyntype none) ----
   int actuator_trnid[nu_];           ///< joint the actuator drives

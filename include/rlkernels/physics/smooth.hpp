@@ -267,6 +267,22 @@ RLK_HOST_DEVICE void kinematics(const model<S, D>& m, data<S, D>& d) {
   for (int i = 1; i < D::nbody; ++i) {
     const int pid = m.body_parentid[i];
     S xpos[3], xquat[4];
+    const int j0 = m.body_jntadr[i];
+    if (m.body_jntnum[i] == 1 && m.jnt_type[j0] == joint_type::free) {
+      // a free joint: position and orientation straight from qpos (the quaternion normalised,
+      // and once more below, as MuJoCo does)
+      const S* q = d.qpos + m.jnt_qposadr[j0];
+      copy3(xpos, q);
+      for (int k = 0; k < 4; ++k) xquat[k] = q[3 + k];
+      spatial::normalize4(xquat);
+      copy3(d.xanchor[j0], xpos);
+      copy3(d.xaxis[j0], m.jnt_axis[j0]);
+      spatial::normalize4(xquat);
+      for (int k = 0; k < 4; ++k) d.xquat[i][k] = xquat[k];
+      copy3(d.xpos[i], xpos);
+      spatial::quat_mat(d.xmat[i], xquat);
+      continue;
+    }
     if (pid) {
       mul_mat_vec3(xpos, d.xmat[pid], m.body_pos[i]);
       xpos[0] += d.xpos[pid][0]; xpos[1] += d.xpos[pid][1]; xpos[2] += d.xpos[pid][2];
@@ -275,19 +291,22 @@ RLK_HOST_DEVICE void kinematics(const model<S, D>& m, data<S, D>& d) {
       copy3(xpos, m.body_pos[i]);
       for (int k = 0; k < 4; ++k) xquat[k] = m.body_quat[i][k];
     }
-    const int j0 = m.body_jntadr[i];
     for (int j = j0; j < j0 + m.body_jntnum[i]; ++j) {
       const int qadr = m.jnt_qposadr[j];
       S xaxis[3], xanchor[3];
       spatial::rot_vec_quat(xaxis, m.jnt_axis[j], xquat);
       spatial::rot_vec_quat(xanchor, m.jnt_pos[j], xquat);
       xanchor[0] += xpos[0]; xanchor[1] += xpos[1]; xanchor[2] += xpos[2];
-      const S q = d.qpos[qadr] - m.qpos0[qadr];
       if (m.jnt_type[j] == joint_type::slide) {
-        add_scaled3(xpos, xaxis, q);
-      } else {  // hinge: rotate about the axis through the anchor
+        add_scaled3(xpos, xaxis, d.qpos[qadr] - m.qpos0[qadr]);
+      } else {  // hinge or ball: rotate about the anchor
         S qloc[4], v[3];
-        spatial::axis_angle_quat(qloc, m.jnt_axis[j], q);
+        if (m.jnt_type[j] == joint_type::ball) {
+          for (int k = 0; k < 4; ++k) qloc[k] = d.qpos[qadr + k];
+          spatial::normalize4(qloc);
+        } else {
+          spatial::axis_angle_quat(qloc, m.jnt_axis[j], d.qpos[qadr] - m.qpos0[qadr]);
+        }
         spatial::mul_quat(xquat, xquat, qloc);
         spatial::rot_vec_quat(v, m.jnt_pos[j], xquat);
         sub3(xpos, xanchor, v);
@@ -337,16 +356,77 @@ RLK_HOST_DEVICE void com_pos(const model<S, D>& m, data<S, D>& d) {
     for (int j = j0; j < j0 + m.body_jntnum[i]; ++j) {
       S* cdof = d.cdof[m.jnt_dofadr[j]];
       const S* axis = d.xaxis[j];
-      if (m.jnt_type[j] == joint_type::slide) {
-        cdof[0] = S(0); cdof[1] = S(0); cdof[2] = S(0);
-        copy3(cdof + 3, axis);
-      } else {
-        S off[3];
-        sub3(off, d.subtree_com[m.body_rootid[i]], d.xanchor[j]);
-        copy3(cdof, axis);
-        cross3(cdof + 3, axis, off);
+      S off[3];
+      sub3(off, d.subtree_com[m.body_rootid[i]], d.xanchor[j]);
+      switch (m.jnt_type[j]) {
+        case joint_type::slide:
+          cdof[0] = S(0); cdof[1] = S(0); cdof[2] = S(0);
+          copy3(cdof + 3, axis);
+          break;
+        case joint_type::hinge:
+          copy3(cdof, axis);
+          cross3(cdof + 3, axis, off);
+          break;
+        case joint_type::free:  // three translations along the world axes, then a ball
+          for (int k = 0; k < 18; ++k) cdof[k] = S(0);
+          cdof[3] = S(1);
+          cdof[6 + 4] = S(1);
+          cdof[12 + 5] = S(1);
+          cdof += 18;
+          // fall through
+        case joint_type::ball:  // rotations about the body frame's axes (the columns of xmat)
+          for (int k = 0; k < 3; ++k) {
+            const S ax[3] = {d.xmat[i][k], d.xmat[i][k + 3], d.xmat[i][k + 6]};
+            copy3(cdof + 6 * k, ax);
+            cross3(cdof + 6 * k + 3, ax, off);
+          }
+          break;
       }
     }
+  }
+}
+
+/// @brief MuJoCo's mj_tendon for fixed tendons: ten_length = sum of coef * qpos over the tendon's
+/// joints (in their order, from 0) and the dense Jacobian ten_J (coef at each joint's dof).
+template <class S, class D>
+RLK_HOST_DEVICE void tendon(const model<S, D>& m, data<S, D>& d) {
+  for (int t = 0; t < model<S, D>::ntendon; ++t) {
+    S length = S(0);
+    for (int v = 0; v < D::nv; ++v) d.ten_J[t][v] = S(0);
+    for (int k = m.tendon_adr[t]; k < m.tendon_adr[t] + m.tendon_num[t]; ++k) {
+      const int j = m.wrap_objid[k];
+      length += m.wrap_prm[k] * d.qpos[m.jnt_qposadr[j]];
+      d.ten_J[t][m.jnt_dofadr[j]] += m.wrap_prm[k];
+    }
+    d.ten_length[t] = length;
+  }
+}
+
+/// @brief ten_velocity = ten_J qvel, each a sum over the Jacobian's non-zeros in dof order as
+/// MuJoCo's sparse dot product adds them (four partial sums over blocks of 4, then the rest).
+template <class S, class D>
+RLK_HOST_DEVICE void tendon_velocity(const model<S, D>& m, data<S, D>& d) {
+  (void)m;
+  for (int t = 0; t < model<S, D>::ntendon; ++t) {
+    S a[D::nv], b[D::nv];
+    int n = 0;
+    for (int v = 0; v < D::nv; ++v)
+      if (d.ten_J[t][v] != S(0)) {
+        a[n] = d.ten_J[t][v];
+        b[n] = d.qvel[v];
+        ++n;
+      }
+    S r0 = S(0), r1 = S(0), r2 = S(0), r3 = S(0);
+    int i = 0;
+    for (; i <= n - 4; i += 4) {
+      r0 += a[i] * b[i];
+      r1 += a[i + 1] * b[i + 1];
+      r2 += a[i + 2] * b[i + 2];
+      r3 += a[i + 3] * b[i + 3];
+    }
+    S r = (r0 + r2) + (r1 + r3);
+    for (; i < n; ++i) r += a[i] * b[i];
+    d.ten_velocity[t] = r;
   }
 }
 
@@ -411,8 +491,24 @@ RLK_HOST_DEVICE void com_vel(const model<S, D>& m, data<S, D>& d) {
     for (int k = 0; k < 6; ++k) cvel[k] = d.cvel[m.body_parentid[i]][k];
     const int bda = m.body_dofadr[i];
     for (int j = 0; j < m.body_dofnum[i]; ++j) {
-      spatial::cross_motion(d.cdof_dot[bda + j], cvel, d.cdof[bda + j]);
       S tmp[6];
+      const joint_type type = m.jnt_type[m.dof_jntid[bda + j]];
+      if (type == joint_type::free || type == joint_type::ball) {
+        if (type == joint_type::free) {  // translations: no cdof_dot
+          for (int r = 0; r < 3; ++r)
+            for (int k = 0; k < 6; ++k) d.cdof_dot[bda + j + r][k] = S(0);
+          spatial::mul_dof_vec(tmp, d.cdof + bda + j, d.qvel + bda + j, 3);
+          for (int k = 0; k < 6; ++k) cvel[k] += tmp[k];
+          j += 3;
+        }
+        // the three rotations' cdof_dot from the same velocity, then the velocity
+        for (int r = 0; r < 3; ++r) spatial::cross_motion(d.cdof_dot[bda + j + r], cvel, d.cdof[bda + j + r]);
+        spatial::mul_dof_vec(tmp, d.cdof + bda + j, d.qvel + bda + j, 3);
+        for (int k = 0; k < 6; ++k) cvel[k] += tmp[k];
+        j += 2;
+        continue;
+      }
+      spatial::cross_motion(d.cdof_dot[bda + j], cvel, d.cdof[bda + j]);
       for (int k = 0; k < 6; ++k) tmp[k] = d.cdof[bda + j][k] * d.qvel[bda + j];
       for (int k = 0; k < 6; ++k) cvel[k] += tmp[k];
     }
@@ -517,6 +613,49 @@ RLK_HOST_DEVICE void actuation(const model<S, D>& m, data<S, D>& d) {
     const S f = d.actuator_force[i];
     if (f == S(0)) continue;
     d.qfrc_actuator[m.jnt_dofadr[m.actuator_trnid[i]]] += m.actuator_gear[i] * f;
+  }
+}
+
+/// @brief The contact part of MuJoCo's mj_rnePostConstraint: cfrc_ext, the com-based external
+/// force (torque, force about the subtree com of each body's root) that the contacts with
+/// constraint rows exert on each body, from the solved efc_force (pyramid edges decoded into the
+/// normal force and mu-scaled tangential differences, as mj_contactForce); geom1's body receives
+/// the opposite. The world's row stays 0. Call it after step() or forward(): Gymnasium's MuJoCo
+/// envs read cfrc_ext so after mj_step, from the contacts and forces of the last forward pass
+/// (the last RK4 stage). cacc and cfrc_int, which no Gymnasium env reads, are not computed.
+template <class S, class D>
+RLK_HOST_DEVICE void rne_post_constraint(const model<S, D>& m, data<S, D>& d) {
+  using namespace detail;
+  for (int b = 0; b < D::nbody; ++b)
+    for (int k = 0; k < 6; ++k) d.cfrc_ext[b][k] = S(0);
+  for (int i = 0; i < d.ncon; ++i) {
+    const contact<S>& c = d.con[i];
+    if (c.efc_address < 0) continue;
+    // contact-frame force (normal, tangent 1, tangent 2); no torques for condim <= 3
+    S lfrc[6] = {S(0), S(0), S(0), S(0), S(0), S(0)};
+    const S* f = d.efc_force + c.efc_address;
+    if (c.dim == 1) {
+      lfrc[0] = f[0];
+    } else {
+      for (int r = 0; r < 2 * (c.dim - 1); ++r) lfrc[0] += f[r];
+      for (int r = 0; r < c.dim - 1; ++r) lfrc[r + 1] = (f[2 * r] - f[2 * r + 1]) * c.friction[r];
+    }
+    lfrc[0] -= S(0);  // MuJoCo subtracts the (zero) adhesion
+    // world-oriented (torque, force)
+    S cfrc[6];
+    mul_mat_t_vec3(cfrc, c.frame, lfrc + 3);
+    mul_mat_t_vec3(cfrc + 3, c.frame, lfrc);
+    for (int side = 0; side < 2; ++side) {
+      const int body = m.geom_bodyid[side == 0 ? c.geom1 : c.geom2];
+      if (!body) continue;
+      // move the force's point of application from the contact to the com frame
+      S dif[3], cros[3], com[6];
+      sub3(dif, d.subtree_com[m.body_rootid[body]], c.pos);
+      cross3(cros, dif, cfrc + 3);
+      sub3(com, cfrc, cros);
+      copy3(com + 3, cfrc + 3);
+      for (int k = 0; k < 6; ++k) d.cfrc_ext[body][k] = side == 0 ? d.cfrc_ext[body][k] - com[k] : d.cfrc_ext[body][k] + com[k];
+    }
   }
 }
 

@@ -18,6 +18,7 @@ struct half_cheetah_dims {
   static constexpr int npair = 8;  ///< candidate collision pairs
   static constexpr int ncon = 16;   ///< contact slots (sum of the pairs' maximum contacts)
   static constexpr int nefc = 76;  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
 };
 
 /// @brief The `half_cheetah` model (half_cheetah.xml as MuJoCo 3.12.0 compiles it).

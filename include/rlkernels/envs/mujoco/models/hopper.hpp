@@ -18,6 +18,7 @@ struct hopper_dims {
   static constexpr int npair = 7;  ///< candidate collision pairs
   static constexpr int ncon = 14;   ///< contact slots (sum of the pairs' maximum contacts)
   static constexpr int nefc = 44;  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
 };
 
 /// @brief The `hopper` model (hopper.xml as MuJoCo 3.12.0 compiles it).
