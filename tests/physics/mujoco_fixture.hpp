@@ -82,6 +82,120 @@ struct ant_case {
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::ant<Scalar>(); }
 };
 
+/// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator
+/// writes, for the fields the smooth stages, tendons and integrators read; no collision pairs),
+/// so that the tests can take any MJCF string (ball joints, tendons) without a generated header.
+/// Requires Dims to match the model's sizes.
+template <class Dims>
+std::unique_ptr<rlkernels::physics::model<double, Dims>> model_from_mujoco(const mjModel* m) {
+  namespace ph = rlkernels::physics;
+  REQUIRE(m->nq == Dims::nq);
+  REQUIRE(m->nv == Dims::nv);
+  REQUIRE(m->nu == Dims::nu);
+  REQUIRE(m->nbody == Dims::nbody);
+  REQUIRE(m->njnt == Dims::njnt);
+  REQUIRE(m->ngeom == Dims::ngeom);
+  REQUIRE(m->ntendon == ph::dims_ntendon<Dims>);
+  REQUIRE(m->nwrap == ph::dims_nwrap<Dims>);
+  auto o = std::make_unique<ph::model<double, Dims>>();
+  ph::model<double, Dims>& r = *o;
+  r.timestep = m->opt.timestep;
+  for (int k = 0; k < 3; ++k) r.gravity[k] = m->opt.gravity[k];
+  r.impratio = m->opt.impratio;
+  r.tolerance = m->opt.tolerance;
+  r.ls_tolerance = m->opt.ls_tolerance;
+  r.o_margin = m->opt.o_margin;
+  r.integrator = m->opt.integrator == mjINT_RK4 ? ph::integrator_kind::rk4 : ph::integrator_kind::euler;
+  r.iterations = m->opt.iterations;
+  r.ls_iterations = m->opt.ls_iterations;
+  r.disableflags = m->opt.disableflags;
+  r.enableflags = m->opt.enableflags;
+  r.meaninertia = m->stat.meaninertia;
+  for (int b = 0; b < m->nbody; ++b) {
+    r.body_parentid[b] = m->body_parentid[b];
+    r.body_rootid[b] = m->body_rootid[b];
+    r.body_weldid[b] = m->body_weldid[b];
+    r.body_jntnum[b] = m->body_jntnum[b];
+    r.body_jntadr[b] = m->body_jntadr[b];
+    r.body_dofnum[b] = m->body_dofnum[b];
+    r.body_dofadr[b] = m->body_dofadr[b];
+    r.body_sameframe[b] = m->body_sameframe[b];
+    for (int k = 0; k < 3; ++k) {
+      r.body_pos[b][k] = m->body_pos[3 * b + k];
+      r.body_ipos[b][k] = m->body_ipos[3 * b + k];
+      r.body_inertia[b][k] = m->body_inertia[3 * b + k];
+    }
+    for (int k = 0; k < 4; ++k) {
+      r.body_quat[b][k] = m->body_quat[4 * b + k];
+      r.body_iquat[b][k] = m->body_iquat[4 * b + k];
+    }
+    for (int k = 0; k < 2; ++k) r.body_invweight0[b][k] = m->body_invweight0[2 * b + k];
+    r.body_mass[b] = m->body_mass[b];
+    r.body_subtreemass[b] = m->body_subtreemass[b];
+  }
+  for (int j = 0; j < m->njnt; ++j) {
+    r.jnt_type[j] = static_cast<ph::joint_type>(m->jnt_type[j]);
+    r.jnt_qposadr[j] = m->jnt_qposadr[j];
+    r.jnt_dofadr[j] = m->jnt_dofadr[j];
+    r.jnt_bodyid[j] = m->jnt_bodyid[j];
+    r.jnt_limited[j] = m->jnt_limited[j];
+    r.jnt_actuatorid[j] = m->jnt_actuatorid[j];
+    for (int k = 0; k < 3; ++k) {
+      r.jnt_pos[j][k] = m->jnt_pos[3 * j + k];
+      r.jnt_axis[j][k] = m->jnt_axis[3 * j + k];
+    }
+    for (int k = 0; k < 2; ++k) r.jnt_range[j][k] = m->jnt_range[2 * j + k];
+    r.jnt_stiffness[j] = m->jnt_stiffness[j];
+    r.jnt_margin[j] = m->jnt_margin[j];
+    for (int k = 0; k < mjNREF; ++k) r.jnt_solref[j][k] = m->jnt_solref[mjNREF * j + k];
+    for (int k = 0; k < mjNIMP; ++k) r.jnt_solimp[j][k] = m->jnt_solimp[mjNIMP * j + k];
+  }
+  for (int v = 0; v < m->nv; ++v) {
+    r.dof_bodyid[v] = m->dof_bodyid[v];
+    r.dof_jntid[v] = m->dof_jntid[v];
+    r.dof_parentid[v] = m->dof_parentid[v];
+    r.dof_armature[v] = m->dof_armature[v];
+    r.dof_damping[v] = m->dof_damping[v];
+    r.dof_invweight0[v] = m->dof_invweight0[v];
+    r.dof_simplenum[v] = m->dof_simplenum[v];
+    r.dof_M0[v] = m->dof_M0[v];
+  }
+  for (int i = 0; i < m->nq; ++i) {
+    r.qpos0[i] = m->qpos0[i];
+    r.qpos_spring[i] = m->qpos_spring[i];
+  }
+  for (int g = 0; g < m->ngeom; ++g) {
+    r.geom_type_[g] = static_cast<ph::geom_type>(m->geom_type[g]);
+    r.geom_bodyid[g] = m->geom_bodyid[g];
+    r.geom_sameframe[g] = m->geom_sameframe[g];
+    for (int k = 0; k < 3; ++k) {
+      r.geom_pos[g][k] = m->geom_pos[3 * g + k];
+      r.geom_size[g][k] = m->geom_size[3 * g + k];
+    }
+    for (int k = 0; k < 4; ++k) r.geom_quat[g][k] = m->geom_quat[4 * g + k];
+  }
+  for (int t = 0; t < m->ntendon; ++t) {
+    r.tendon_adr[t] = m->tendon_adr[t];
+    r.tendon_num[t] = m->tendon_num[t];
+  }
+  for (int w = 0; w < m->nwrap; ++w) {
+    r.wrap_objid[w] = m->wrap_objid[w];
+    r.wrap_prm[w] = m->wrap_prm[w];
+  }
+  for (int a = 0; a < m->nu; ++a) {
+    r.actuator_trnid[a] = m->actuator_trnid[2 * a];
+    r.actuator_ctrllimited[a] = m->actuator_ctrllimited[a];
+    r.actuator_forcelimited[a] = m->actuator_forcelimited[a];
+    r.actuator_gear[a] = m->actuator_gear[6 * a];
+    r.actuator_gainprm[a] = m->actuator_gainprm[mjNGAIN * a];
+    for (int k = 0; k < 2; ++k) {
+      r.actuator_ctrlrange[a][k] = m->actuator_ctrlrange[2 * a + k];
+      r.actuator_forcerange[a][k] = m->actuator_forcerange[2 * a + k];
+    }
+  }
+  return o;
+}
+
 /// Copies qpos, qvel, ctrl, qacc_warmstart and time from our data into MuJoCo's.
 template <class Scalar, class Dims>
 void copy_state_to_mujoco(const rlkernels::physics::data<Scalar, Dims>& ours, const mjModel* m, mjData* d) {

@@ -346,3 +346,132 @@ TEST_CASE("float: the smooth dynamics stay close to MuJoCo's double", "[mujoco][
   CHECK(ec <= 1e-3);
   CHECK(kin <= 1e-5);
 }
+
+namespace {
+
+// A free-floating robot with ball joints (one beside a slide joint on the same body), hinges with
+// springs, dampers and armature, and a fixed tendon, for what the Gymnasium models do not have.
+const char* ball_robot_xml = R"(<mujoco>
+  <option timestep="0.005" integrator="INTEGRATOR"/>
+  <worldbody>
+    <body name="root" pos="0 0 1"><freejoint/><geom type="capsule" size=".05 .2"/>
+      <body name="arm" pos="0.2 0 0">
+        <joint name="shoulder" type="ball" pos="-0.02 0 0" damping="0.3" armature="0.01"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size=".04"/>
+        <body name="fore" pos="0.3 0 0">
+          <joint name="elbow" type="hinge" axis="0 1 0" damping="0.2" stiffness="1" springref="0.3"/>
+          <geom type="capsule" fromto="0 0 0 0.25 0 0" size=".03"/>
+          <body name="hand" pos="0.25 0 0" quat="0.8 0.2 0.1 0.3">
+            <joint name="wrist" type="ball" armature="0.002"/><joint name="slider" type="slide" axis="1 0 0" damping="0.1"/>
+            <geom type="sphere" size=".05"/>
+          </body>
+        </body>
+      </body>
+      <body name="leg" pos="0 0 -0.2" quat="0.9 0.1 0.3 0.2">
+        <joint name="hip" type="ball"/><geom type="capsule" fromto="0 0 0 0 0 -0.3" size=".04"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><fixed name="t"><joint joint="elbow" coef="0.5"/><joint joint="slider" coef="-1.5"/></fixed></tendon>
+  <actuator><motor joint="elbow" gear="3"/><motor joint="slider" gear="2" ctrlrange="-1 1" ctrllimited="true"/></actuator>
+</mujoco>)";
+
+struct ball_robot_dims {
+  static constexpr int nq = 21, nv = 17, nu = 2, nbody = 6, njnt = 6, ngeom = 5;
+  static constexpr int npair = 0, ncon = 0, nefc = 0, ntendon = 1, nwrap = 2;
+};
+
+rlk_test::mj_model_ptr ball_robot(const char* integrator) {
+  std::string xml = ball_robot_xml;
+  xml.replace(xml.find("INTEGRATOR"), 10, integrator);
+  char error[1024] = "";
+  mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, error, sizeof error);
+  INFO(error);
+  REQUIRE(spec != nullptr);
+  mjModel* m = mj_compile(spec, nullptr);
+  mj_deleteSpec(spec);
+  REQUIRE(m != nullptr);
+  m->opt.disableflags |= mjDSBL_CONSTRAINT;
+  return rlk_test::mj_model_ptr(m);
+}
+
+}  // namespace
+
+TEST_CASE("ball joints, a free joint and a fixed tendon agree with mj_forward and mj_step", "[mujoco][smooth][ball]") {
+  using D = ball_robot_dims;
+  rlk_test::mj_model_ptr mm = ball_robot("RK4");
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  auto m = rlk_test::model_from_mujoco<D>(mm.get());
+  auto d = std::make_unique<ph::data<double, D>>();
+  std::mt19937_64 rng(23);
+  errors e;
+  double ten = 0;
+  double M[D::nv * D::nv];
+  for (int s = 0; s < 3000; ++s) {
+    random_state<D>(rng, mm.get(), d->qpos, d->qvel, d->ctrl);
+    for (int i = 0; i < D::nq; ++i) md->qpos[i] = d->qpos[i];
+    for (int i = 0; i < D::nv; ++i) { md->qvel[i] = d->qvel[i]; d->qacc_warmstart[i] = 0; }
+    for (int i = 0; i < D::nu; ++i) md->ctrl[i] = d->ctrl[i];
+    mj_forward(mm.get(), md.get());
+    ph::forward(*m, *d);
+    REQUIRE(d->warning == 0);
+    for (int b = 0; b < D::nbody; ++b) {
+      for (int k = 0; k < 3; ++k) e.xpos = std::max(e.xpos, rel_err(d->xpos[b][k], md->xpos[3 * b + k]));
+      for (int k = 0; k < 9; ++k) e.xmat = std::max(e.xmat, rel_err(d->xmat[b][k], md->xmat[9 * b + k]));
+    }
+    for (int g = 0; g < D::ngeom; ++g)
+      for (int k = 0; k < 3; ++k)
+        e.geom_xpos = std::max(e.geom_xpos, rel_err(d->geom_xpos[g][k], md->geom_xpos[3 * g + k]));
+    mj_fullM(mm.get(), md.get(), M);
+    for (int i = 0; i < D::nv; ++i)
+      for (int j = 0; j < D::nv; ++j) e.qM = std::max(e.qM, rel_err(d->qM[i][j], M[i * D::nv + j]));
+    for (int i = 0; i < D::nv; ++i) {
+      e.bias = std::max(e.bias, rel_err(d->qfrc_bias[i], md->qfrc_bias[i]));
+      e.passive = std::max(e.passive, rel_err(d->qfrc_passive[i], md->qfrc_passive[i]));
+      e.actuator = std::max(e.actuator, rel_err(d->qfrc_actuator[i], md->qfrc_actuator[i]));
+      e.qacc_smooth = std::max(e.qacc_smooth, rel_err(d->qacc_smooth[i], md->qacc_smooth[i]));
+    }
+    // the tendon: length, velocity, and its Jacobian (MuJoCo's is sparse: rows by rowadr/colind)
+    ten = std::max(ten, rel_err(d->ten_length[0], md->ten_length[0]));
+    ten = std::max(ten, rel_err(d->ten_velocity[0], md->ten_velocity[0]));
+    double J[D::nv] = {};
+    for (int k = 0; k < mm->ten_J_rownnz[0]; ++k) J[mm->ten_J_colind[mm->ten_J_rowadr[0] + k]] = md->ten_J[mm->ten_J_rowadr[0] + k];
+    for (int v = 0; v < D::nv; ++v) ten = std::max(ten, rel_err(d->ten_J[0][v], J[v]));
+  }
+  e.print("ball robot");
+  std::printf("[smooth] ball robot   tendon length/velocity/Jacobian max rel err %.2e\n", ten);
+  CHECK(e.xpos == 0);
+  CHECK(e.xmat == 0);
+  CHECK(e.geom_xpos == 0);
+  CHECK(e.qM == 0);
+  CHECK(e.bias == 0);
+  CHECK(e.passive == 0);
+  CHECK(e.actuator == 0);
+  CHECK(e.qacc_smooth == 0);
+  CHECK(ten == 0);
+
+  // trajectories: RK4 and Euler (implicit in the dampers), from unnormalised quaternions
+  for (const char* integrator : {"RK4", "Euler"}) {
+    rlk_test::mj_model_ptr tm = ball_robot(integrator);
+    rlk_test::mj_data_ptr td = rlk_test::make_mj_data(tm.get());
+    auto tmodel = rlk_test::model_from_mujoco<D>(tm.get());
+    random_state<D>(rng, tm.get(), d->qpos, d->qvel, d->ctrl);
+    d->time = 0;
+    for (int i = 0; i < D::nq; ++i) td->qpos[i] = d->qpos[i];
+    for (int i = 0; i < D::nv; ++i) { td->qvel[i] = d->qvel[i]; d->qacc_warmstart[i] = 0; }
+    double err = 0, qnorm = 0;
+    for (int t = 0; t < 1000; ++t) {
+      for (int i = 0; i < D::nu; ++i) d->ctrl[i] = td->ctrl[i] = std::sin(0.01 * t + i);
+      mj_step(tm.get(), td.get());
+      ph::step(*tmodel, *d);
+      REQUIRE(d->warning == 0);
+      for (int i = 0; i < D::nq; ++i) err = std::max(err, rel_err(d->qpos[i], td->qpos[i]));
+      for (int i = 0; i < D::nv; ++i) err = std::max(err, rel_err(d->qvel[i], td->qvel[i]));
+      const double* q = d->qpos + 3;
+      qnorm = std::max(qnorm, std::fabs(std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]) - 1));
+    }
+    std::printf("[smooth] ball robot   %s trajectory: max rel err of qpos/qvel over 1000 steps %.2e; free joint |q| - 1 "
+                "up to %.2e\n", integrator, err, qnorm);
+    CHECK(err == 0);
+  }
+}
