@@ -121,6 +121,24 @@ struct param_fields<rlkernels::half_cheetah<S, E>> {
   }
 };
 
+template <class S, bool E, bool C>
+struct param_fields<rlkernels::ant<S, E, C>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("forward_reward_weight", p.forward_reward_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("contact_cost_weight", p.contact_cost_weight);
+    f("healthy_reward", p.healthy_reward);
+    f("main_body", p.main_body);
+    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    f("healthy_z_range", p.healthy_z_range);
+    f("contact_force_range", p.contact_force_range);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
 template <class S, bool E>
 struct param_fields<rlkernels::hopper<S, E>> {
   template <class P, class F>

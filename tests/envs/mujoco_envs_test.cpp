@@ -6,6 +6,7 @@
 // float against double, fuzzing with extreme actions and states (never a NaN), the handling of
 // steps the engine flags, and the registry ids.
 #include <rlkernels/algorithms/policy_file.hpp>
+#include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
@@ -100,6 +101,22 @@ struct half_cheetah_spec {
   static constexpr bool terminates = false;
 };
 
+struct ant_spec {
+  template <class S> using env = ant<S>;
+  template <class S> using env_with_x = ant<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 4;
+  static constexpr const char* stem = "ant_v5";
+  static constexpr const char* id = "Ant-v5";
+  static constexpr bool terminates = true;
+};
+
+template <class Env, class = void>
+struct has_set_state : std::false_type {};
+template <class Env>
+struct has_set_state<Env, decltype(void(Env::set_state(std::declval<const typename Env::Params&>(),
+                                                       std::declval<typename Env::State&>(), nullptr, nullptr)))>
+    : std::true_type {};
+
 std::string file_of(const char* stem, const char* kind) { return std::string("mujoco_") + stem + "_" + kind + ".f64"; }
 
 /// The state qpos = q, qvel = v, qacc_warmstart = w (0 if null).
@@ -111,6 +128,9 @@ typename Env::State make_state(const T* q, const T* v, const T* w) {
     s.qvel[i] = typename Env::scalar_type(v[i]);
     s.qacc_warmstart[i] = w ? typename Env::scalar_type(w[i]) : typename Env::scalar_type(0);
   }
+  // Gymnasium's set_state runs mj_forward: what an env keeps besides qpos and qvel (Ant: the main
+  // body's position) follows from them
+  if constexpr (has_set_state<Env>::value) Env::set_state(typename Env::Params{}, s, s.qpos, s.qvel);
   return s;
 }
 
@@ -170,7 +190,7 @@ struct episode_kernel {
 // ---- one step from recorded states -------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
   const f64_table g(file_of(TestType::stem, "one_step"));
@@ -225,7 +245,7 @@ TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_st
 // ---- the first 100 steps of recorded episodes, through vec_env ---------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
@@ -284,7 +304,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the sa
 // ---- whole episodes: lengths and returns -------------------------------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   using Env = typename TestType::template env<double>;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
   const std::size_t n = episodes.rows;
@@ -336,7 +356,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99%
 
 #if defined(RLK_BACKEND_OPENMP)
 TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   auto run = [](auto scalar_tag) {
     using Env = typename TestType::template env<decltype(scalar_tag)>;
     const std::size_t n = 67;
@@ -364,7 +384,7 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
 #endif
 
 TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
-                   walker2d_spec, half_cheetah_spec) {
+                   walker2d_spec, half_cheetah_spec, ant_spec) {
   using Ed = typename TestType::template env<double>;
   using Ef = typename TestType::template env<float>;
   constexpr int nobs = Ed::observation_size;
@@ -475,7 +495,7 @@ struct fuzz_actions {
 }  // namespace
 
 TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   auto run = [](auto scalar_tag) {
     using S = decltype(scalar_tag);
     using Env = typename TestType::template env<S>;
@@ -510,7 +530,7 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
 }
 
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode, keeps the state finite and is counted",
-                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const std::size_t n = 6;

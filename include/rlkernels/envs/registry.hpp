@@ -17,6 +17,7 @@
 #include "grid/maze.hpp"
 #include "grid/snake.hpp"
 #include "mountain_car.hpp"
+#include "mujoco/ant.hpp"
 #include "mujoco/half_cheetah.hpp"
 #include "mujoco/hopper.hpp"
 #include "mujoco/walker2d.hpp"
@@ -103,6 +104,7 @@ void for_each_entry(F&& f) {
   if (f(make_entry<acrobot<Scalar>>("Acrobot-v1", "acrobot", {}, -100.0))) return;
   // MuJoCo locomotion (Gymnasium's v5 envs on the rlkernels physics engine), with Gymnasium's
   // time limit (1000 steps) and reward thresholds (Walker2d-v5 registers none).
+  if (f(make_entry<ant<Scalar>>("Ant-v5", "ant", {}, 6000.0))) return;
   if (f(make_entry<half_cheetah<Scalar>>("HalfCheetah-v5", "half_cheetah", {}, 4800.0))) return;
   if (f(make_entry<hopper<Scalar>>("Hopper-v5", "hopper", {}, 3800.0))) return;
   if (f(make_entry<walker2d<Scalar>>("Walker2d-v5", "walker2d", {}, no_threshold))) return;

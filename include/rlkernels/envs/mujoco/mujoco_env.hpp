@@ -54,6 +54,34 @@ RLK_HOST_DEVICE Scalar sum_of_squares(const Scalar* a, int n) {
   return sum;
 }
 
+/// np.sum of n values as NumPy adds float64 (and float32) arrays: pairwise summation. Under 8
+/// values a plain loop; up to 128, eight partial sums seeded with a[0..7] and stepping by 8,
+/// combined as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)), then the rest in order; above 128, the
+/// two halves (the first a multiple of 8 long) summed so and added. Gymnasium's costs over more
+/// than 7 numbers (Ant's 8 controls, its 84 contact forces) round as this does, not as a loop.
+/// `a(k)` gives value k; the sum is over k = first .. first + n - 1.
+template <class Scalar, class F>
+RLK_HOST_DEVICE Scalar numpy_sum(const F& a, int first, int n) {
+  if (n < 8) {
+    Scalar sum = Scalar(0);
+    for (int k = 0; k < n; ++k) sum += a(first + k);
+    return sum;
+  }
+  if (n <= 128) {
+    Scalar r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a(first + j);
+    int k = 8;
+    for (; k < n - n % 8; k += 8)
+      for (int j = 0; j < 8; ++j) r[j] += a(first + k + j);
+    Scalar sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; k < n; ++k) sum += a(first + k);
+    return sum;
+  }
+  int half = n / 2;
+  half -= half % 8;
+  return numpy_sum<Scalar>(a, first, half) + numpy_sum<Scalar>(a, first + half, n - half);
+}
+
 /// The warning bits that make a step fail: all but warning_bad_ctrl (MuJoCo then takes every
 /// control as 0 for that step and carries on, and so does Gymnasium).
 constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
@@ -63,12 +91,12 @@ constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
 /// holds the new qpos, qvel and qacc_warmstart and the function returns 0. If a step sets a
 /// warning in failed_step_warnings, or the end state is not finite, it returns those bits
 /// (warning_bad_state if only the final check failed) and leaves the state as it was before the call.
-template <class Scalar, class Dims>
-RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, const Scalar* action,
-                             int frame_skip) {
-  // Value-initialised: the engine writes what it reads (apart from the state and control set
-  // here) but zeroing the workspace keeps a missed field from making a run depend on stack garbage.
-  physics::data<Scalar, Dims> d{};
+/// This overload leaves the last physics step's workspace in `d` (what Gymnasium reads from
+/// mjData after mj_step: the last forward pass's positions, contacts and forces), for envs whose
+/// observation or reward needs more than qpos and qvel.
+template <class Scalar, class Dims, class State>
+RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, State& s, const Scalar* action, int frame_skip,
+                             physics::data<Scalar, Dims>& d) {
   d.time = Scalar(0);
   for (int i = 0; i < Dims::nq; ++i) d.qpos[i] = s.qpos[i];
   for (int i = 0; i < Dims::nv; ++i) {
@@ -95,17 +123,27 @@ RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state
   return physics::warning_none;
 }
 
-/// One more failed step in s (saturating).
+/// Gymnasium's do_simulation (see the overload above) with its own workspace.
 template <class Scalar, class Dims>
-RLK_HOST_DEVICE void count_unstable_step(mujoco_state<Scalar, Dims>& s) {
+RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, const Scalar* action,
+                             int frame_skip) {
+  // Value-initialised: the engine writes what it reads (apart from the state and control set
+  // here) but zeroing the workspace keeps a missed field from making a run depend on stack garbage.
+  physics::data<Scalar, Dims> d{};
+  return simulate(m, s, action, frame_skip, d);
+}
+
+/// One more failed step in s (saturating).
+template <class State>
+RLK_HOST_DEVICE void count_unstable_step(State& s) {
   s.unstable_steps += s.unstable_steps != 0xffffffffu ? 1u : 0u;
 }
 
 /// Gymnasium's reset for these envs (mj_resetData, then reset_model): qpos = qpos0 + U(-scale,
 /// scale) per coordinate; qvel = U(-scale, scale) per dof, or scale * N(0, 1) when `normal_qvel`
 /// (HalfCheetah); qacc_warmstart = 0. unstable_steps is left as it is.
-template <class Scalar, class Dims, class Rng>
-RLK_HOST_DEVICE void reset_state(const physics::model<Scalar, Dims>& m, mujoco_state<Scalar, Dims>& s, Scalar scale,
+template <class Scalar, class Dims, class State, class Rng>
+RLK_HOST_DEVICE void reset_state(const physics::model<Scalar, Dims>& m, State& s, Scalar scale,
                                  bool normal_qvel, Rng& gen) {
   for (int i = 0; i < Dims::nq; ++i) s.qpos[i] = m.qpos0[i] + gen.template uniform<Scalar>(-scale, scale);
   for (int i = 0; i < Dims::nv; ++i)
