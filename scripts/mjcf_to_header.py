@@ -267,7 +267,7 @@ def lit(x):
     return r
 
 
-def generate(xml_path, name):
+def generate(xml_path, name, max_contacts=None, max_rows=None):
     m = mujoco.MjModel.from_xml_path(xml_path)
     check_supported(m)
     pairs = candidate_pairs(m)
@@ -277,6 +277,14 @@ def generate(xml_path, name):
     for (g1, g2, maxcon) in pairs:
         condim = mixed_condim(m, g1, g2)
         nefc += maxcon * (1 if condim == 1 else 2 * (condim - 1))
+    # The workspace's capacities: every contact the pairs can make and every row (the default), or
+    # what the caller chose (measured maxima with a margin); a step that needs more is reported.
+    ncon_doc = "contact capacity: every contact the candidate pairs can make"
+    nefc_doc = "constraint-row capacity: 2 per limited joint plus every contact's rows"
+    if max_contacts is not None and max_contacts < ncon:
+        ncon, ncon_doc = max_contacts, f"contact capacity (--max-contacts; the pairs can make {ncon})"
+    if max_rows is not None and max_rows < nefc:
+        nefc, nefc_doc = max_rows, f"constraint-row capacity (--max-rows; at most {nefc} possible)"
 
     lines = []
     out = lines.append
@@ -382,8 +390,8 @@ namespace models {{
 struct {name}_dims {{
   static constexpr int nq = {m.nq}, nv = {m.nv}, nu = {m.nu}, nbody = {m.nbody}, njnt = {m.njnt}, ngeom = {m.ngeom};
   static constexpr int npair = {len(pairs)};  ///< candidate collision pairs
-  static constexpr int ncon = {ncon};   ///< contact slots (sum of the pairs' maximum contacts)
-  static constexpr int nefc = {nefc};  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ncon = {ncon};   ///< {ncon_doc}
+  static constexpr int nefc = {nefc};  ///< {nefc_doc}
   static constexpr int ntendon = {m.ntendon}, nwrap = {m.nwrap};  ///< fixed tendons and their joint entries
 }};
 
@@ -407,6 +415,10 @@ def main():
     ap.add_argument("xml", help="MJCF file")
     ap.add_argument("--name", required=True, help="C++ name of the model (an identifier, e.g. hopper)")
     ap.add_argument("-o", "--output", help="header to write (default: stdout)")
+    ap.add_argument("--max-contacts", type=int, help="contact capacity of the workspace (default: every contact "
+                    "the candidate pairs can make); a step that needs more sets warning_contact_full")
+    ap.add_argument("--max-rows", type=int, help="constraint-row capacity of the workspace (default: every row "
+                    "the limits and contacts can make); a step that needs more sets warning_efc_full")
     ap.add_argument("--allow-version", action="store_true",
                     help=f"generate with a MuJoCo other than {REFERENCE_MUJOCO} (the committed headers use {REFERENCE_MUJOCO})")
     args = ap.parse_args()
@@ -416,7 +428,7 @@ def main():
         sys.exit(f"mjcf_to_header: MuJoCo {mujoco.__version__} is installed; the reference is {REFERENCE_MUJOCO} "
                  f"(pip install mujoco=={REFERENCE_MUJOCO}, or pass --allow-version)")
     try:
-        text = generate(args.xml, args.name)
+        text = generate(args.xml, args.name, args.max_contacts, args.max_rows)
     except Unsupported as e:
         sys.exit(f"mjcf_to_header: {args.xml}: unsupported: {e}")
     if args.output:

@@ -890,3 +890,58 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
   check_trained_policy_statistics<hopper<double>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "double", 400);
   check_trained_policy_statistics<hopper<float>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "float", 400);
 }
+
+// ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------
+
+TEST_CASE("a step beyond the contact or row capacity ends the episode, is counted, and changes nothing below it",
+          "[mujoco][envs][capacity]") {
+  using Full = ant<double>;
+  // Ant's feet make up to 4 contacts with the floor (16 rows) and its limits up to 16 rows:
+  // capacities of 3 contacts and 14 rows run out now and then.
+  using Small = ant<double, true, true, physics::dims_with_capacity<models::ant_dims, 3, 14>>;
+  static_assert(check_env<Small>());
+  static_assert(sizeof(physics::data<double, Small::dims>) < sizeof(physics::data<double, Full::dims>));
+  const std::size_t n = 32;
+  vec_env<Full, backend_t> full(rlk_test::backend(), n, 17);
+  vec_env<Small, backend_t> small(rlk_test::backend(), n, 17);
+  REQUIRE(full.observations().to_host() == small.observations().to_host());
+  std::vector<bool> same(n, true);
+  std::size_t compared = 0, overflow_ends = 0;
+  for (std::uint64_t t = 0; t < 300; ++t) {
+    const auto actions = actions_at<Full>(ant_spec::code, n, t, 9000);
+    full.step(rlk_test::make(actions).cview());
+    small.step(rlk_test::make(actions).cview());
+    const auto of = full.final_observations().to_host(), os = small.final_observations().to_host();
+    const auto rf = full.rewards().to_host(), rs = small.rewards().to_host();
+    const auto tf = full.terminated().to_host(), ts = small.terminated().to_host();
+    const auto states = small.states().to_host();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!same[i]) continue;
+      const int nobs = Full::observation_size;
+      const bool obs_equal = std::equal(of.begin() + i * nobs, of.begin() + (i + 1) * nobs, os.begin() + i * nobs);
+      if (states[i].capacity_overflows > 0) {  // this step overflowed: the small env ended its episode
+        CHECK(ts[i] == 1);
+        CHECK(std::isfinite(rs[i]));
+        ++overflow_ends;
+        same[i] = false;
+        continue;
+      }
+      INFO("env " << i << " step " << t);
+      REQUIRE(obs_equal);  // below the capacities, the same bits
+      REQUIRE(rf[i] == rs[i]);
+      REQUIRE(tf[i] == ts[i]);
+      ++compared;
+      if (tf[i]) same[i] = false;  // the resets draw the same numbers, but stop comparing here
+    }
+  }
+  const std::uint64_t overflows = capacity_overflows(small);
+  std::printf("Ant-v5 with capacities 3 contacts / 14 rows (full: %d / %d): %zu env steps equal to the full "
+              "capacity's before the first overflow; %llu steps overflowed (each ended its episode); unstable %llu\n",
+              Full::dims::ncon, Full::dims::nefc, compared, (unsigned long long)overflows,
+              (unsigned long long)unstable_steps(small));
+  CHECK(overflow_ends > 0);
+  CHECK(overflows >= overflow_ends);
+  CHECK(unstable_steps(small) == 0u);
+  CHECK(capacity_overflows(full) == 0u);
+  CHECK(compared > 1000);
+}

@@ -15,8 +15,8 @@ script = os.path.join(root, "scripts", "mjcf_to_header.py")
 failures = []
 
 
-def run(xml_path, name, output=None):
-    cmd = [sys.executable, script, xml_path, "--name", name]
+def run(xml_path, name, output=None, *flags):
+    cmd = [sys.executable, script, xml_path, "--name", name, *flags]
     if output:
         cmd += ["-o", output]
     return subprocess.run(cmd, capture_output=True, text=True)
@@ -102,6 +102,13 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(ok, "pendulum_on_floor", out)
     if r.returncode != 0 or "struct pendulum_on_floor_dims" not in open(out).read():
         failures.append(f"a supported model failed to generate: {r.stderr.strip()}")
+    # Capacities below what the pairs can make are written as given (and larger ones ignored).
+    for flags, expect in ((["--max-contacts", "1", "--max-rows", "3"], ("ncon = 1;", "nefc = 3;")),
+                          (["--max-contacts", "99"], ("ncon = 2;",))):
+        r = run(ok, "pendulum_on_floor", out, *flags)
+        text = open(out).read() if r.returncode == 0 else ""
+        if r.returncode != 0 or any(e not in text for e in expect):
+            failures.append(f"{' '.join(flags)}: expected {expect} in the header ({r.stderr.strip()})")
     # A name that is not an identifier is refused.
     if run(ok, "not-an-identifier").returncode == 0:
         failures.append("--name with a '-' was accepted")

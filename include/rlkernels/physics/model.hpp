@@ -10,6 +10,9 @@
 
 #include "../core/config.hpp"
 
+#include <cstring>
+#include <type_traits>
+
 namespace rlkernels {
 namespace physics {
 
@@ -226,6 +229,30 @@ struct model {
   Scalar actuator_ctrlrange[nu_][2]; ///< control range
   Scalar actuator_forcerange[nu_][2];///< force range
 };
+
+/// @brief Dims with other contact and constraint-row capacities: the workspace (physics::data)
+/// holds `NCon` contacts and `NEfc` rows instead of Dims' own. A step that would need more sets
+/// warning_contact_full or warning_efc_full (and an env ends the episode and counts it); below
+/// the capacities the results are the same bits as with any larger ones.
+template <class Dims, int NCon, int NEfc>
+struct dims_with_capacity : Dims {
+  static_assert(NCon >= 0 && NEfc >= 0, "rlkernels::physics::dims_with_capacity: capacities must be >= 0");
+  static constexpr int ncon = NCon;  ///< contact capacity
+  static constexpr int nefc = NEfc;  ///< constraint-row capacity
+};
+
+/// @brief The same model with the workspace capacities of dims_with_capacity<Dims, NCon, NEfc>
+/// (no constant of a model depends on them, so both types have the same layout and the copy is
+/// exact). Host only.
+template <int NCon, int NEfc, class Scalar, class Dims>
+model<Scalar, dims_with_capacity<Dims, NCon, NEfc>> with_capacity(const model<Scalar, Dims>& m) {
+  using result = model<Scalar, dims_with_capacity<Dims, NCon, NEfc>>;
+  static_assert(sizeof(result) == sizeof(model<Scalar, Dims>) && std::is_trivially_copyable<result>::value,
+                "rlkernels::physics::with_capacity: a model's layout must not depend on its capacities");
+  result r;
+  std::memcpy(static_cast<void*>(&r), static_cast<const void*>(&m), sizeof r);
+  return r;
+}
 
 }  // namespace physics
 }  // namespace rlkernels

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace rlkernels {
 
@@ -47,10 +48,15 @@ namespace rlkernels {
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
 /// @tparam IncludeCfrcExt Gymnasium's include_cfrc_ext_in_observation
-template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCfrcExt = true>
+/// @tparam Dims the model's sizes: models::ant_dims (contact and row capacities for every contact
+///         the model's pairs can make: 25 and 116), or physics::dims_with_capacity<models::ant_dims,
+///         NCon, NEfc> for other capacities (a step that needs more ends the episode and is counted:
+///         capacity_overflows())
+template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCfrcExt = true,
+          class Dims = models::ant_dims>
 struct ant {
   using scalar_type = Scalar;                       ///< state, observation, action, reward type
-  using dims = models::ant_dims;                    ///< the model's sizes (nq 15, nv 14, nu 8, 14 bodies)
+  using dims = Dims;                                ///< the model's sizes (nq 15, nv 14, nu 8, 14 bodies)
   using model_type = physics::model<Scalar, dims>;  ///< the physics model type
   static constexpr int nq = dims::nq;               ///< position coordinates (7 of the free joint)
   static constexpr int nv = dims::nv;               ///< degrees of freedom
@@ -75,6 +81,7 @@ struct ant {
     Scalar qvel[nv];                  ///< joint velocities (mjData::qvel)
     Scalar qacc_warmstart[nv];        ///< the last step's acceleration, the solver's warm start
     std::uint32_t unstable_steps;     ///< env steps the engine could not compute (saturates)
+    std::uint32_t capacity_overflows; ///< env steps that needed more contacts or rows than the capacities (saturates)
     Scalar main_body_xy[2];           ///< xpos[main_body][0:2] of the last forward pass
     Scalar cfrc_ext[nbody - 1][6];    ///< cfrc_ext[1:] after the last step (raw, not clipped)
   };
@@ -84,7 +91,7 @@ struct ant {
   /// the rendering arguments. exclude_current_positions_from_observation and
   /// include_cfrc_ext_in_observation are template parameters (they change the observation size).
   struct Params {
-    model_type model = models::ant<Scalar>();      ///< the physics model (xml_file = "ant.xml")
+    model_type model = default_model();            ///< the physics model (xml_file = "ant.xml")
     int frame_skip = 5;                            ///< physics steps per env step (values < 1 act as 1)
     Scalar forward_reward_weight = Scalar(1);      ///< weight of x_velocity
     Scalar ctrl_cost_weight = Scalar(0.5);         ///< weight of sum(action^2)
@@ -147,7 +154,7 @@ struct ant {
     const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
     info.reward_ctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s);
+      detail::count_unstable_step(s, warning);
       fill_positions(s, info);
       info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
       return {-ctrl_cost, true};
@@ -196,6 +203,13 @@ struct ant {
   }
 
  private:
+  static model_type default_model() {
+    if constexpr (std::is_same<Dims, models::ant_dims>::value)
+      return models::ant<Scalar>();
+    else
+      return physics::with_capacity<Dims::ncon, Dims::nefc>(models::ant<Scalar>());
+  }
+
   /// np.clip: NaN stays NaN.
   RLK_HOST_DEVICE static Scalar clip(Scalar x, Scalar lo, Scalar hi) { return x < lo ? lo : (x > hi ? hi : x); }
 

@@ -27,12 +27,14 @@ namespace rlkernels {
 /// above 1e10 in magnitude, an integrated state that is, or more contacts or constraint rows than
 /// the model's slots; not warning_bad_ctrl, on which MuJoCo zeroes the controls and goes on) is
 /// never written into the batch: the env keeps the state it had before that step, ends the episode
-/// (terminated, reward = -control cost), and adds one to `unstable_steps`. MuJoCo itself resets
+/// (terminated, reward = -control cost), and adds one to `capacity_overflows` if the step needed
+/// more contacts or rows than the model's capacities (physics::dims_with_capacity), else to
+/// `unstable_steps`. MuJoCo itself resets
 /// the data to qpos0 on such a step (mj_checkPos/Vel/Acc, unless autoreset is disabled) and
 /// Gymnasium carries on from there; an env here cannot honestly continue, so it ends the episode.
 /// `unstable_steps` survives the automatic reset of vec_env (the envs' reset() leaves it as it
 /// is), so it counts such steps since the vec_env was constructed or reset(): read the batch's
-/// total with unstable_steps(envs).
+/// totals with unstable_steps(envs) and capacity_overflows(envs).
 /// @tparam Scalar float or double
 /// @tparam Dims the model's sizes (physics::model)
 template <class Scalar, class Dims>
@@ -41,6 +43,7 @@ struct mujoco_state {
   Scalar qvel[Dims::nv];            ///< joint velocities (mjData::qvel)
   Scalar qacc_warmstart[Dims::nv];  ///< the last step's acceleration, the solver's warm start (0 after a reset, as mj_resetData)
   std::uint32_t unstable_steps;     ///< env steps the engine could not compute (saturates at 2^32 - 1)
+  std::uint32_t capacity_overflows; ///< env steps that needed more contacts or constraint rows than the capacities (saturates)
 };
 
 namespace detail {
@@ -135,8 +138,10 @@ RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, mujoco_state
 
 /// One more failed step in s (saturating).
 template <class State>
-RLK_HOST_DEVICE void count_unstable_step(State& s) {
-  s.unstable_steps += s.unstable_steps != 0xffffffffu ? 1u : 0u;
+RLK_HOST_DEVICE void count_unstable_step(State& s, int warning) {
+  std::uint32_t& n = (warning & (physics::warning_contact_full | physics::warning_efc_full)) ? s.capacity_overflows
+                                                                                            : s.unstable_steps;
+  n += n != 0xffffffffu ? 1u : 0u;
 }
 
 /// Gymnasium's reset for these envs (mj_resetData, then reset_model): qpos = qpos0 + U(-scale,
@@ -163,11 +168,14 @@ RLK_HOST_DEVICE void observe_state(const mujoco_state<Scalar, Dims>& s, bool cli
   }
 }
 
-/// unstable_steps of env i as a 64-bit term of a sum.
+/// unstable_steps (or capacity_overflows) of env i as a 64-bit term of a sum.
 template <class State>
 struct load_unstable_steps {
   const State* states;
-  RLK_HOST_DEVICE std::uint64_t operator()(std::size_t i) const { return states[i].unstable_steps; }
+  bool overflows;
+  RLK_HOST_DEVICE std::uint64_t operator()(std::size_t i) const {
+    return overflows ? states[i].capacity_overflows : states[i].unstable_steps;
+  }
 };
 
 struct add_u64 {
@@ -179,12 +187,26 @@ struct add_u64 {
 /// @brief The number of env steps in the batch that the physics engine could not compute (see
 /// mujoco_state) since the vec_env was constructed or reset(): each ended its episode as
 /// terminated. One reduction on the backend, one host read.
-/// @tparam Env an env whose State has `unstable_steps` (hopper, walker2d, half_cheetah)
+/// @tparam Env an env whose State has `unstable_steps` (the MuJoCo envs)
 template <class Env, class Backend>
 std::uint64_t unstable_steps(const vec_env<Env, Backend>& envs) {
   using state = typename vec_env<Env, Backend>::state_type;
-  return detail::deterministic_sum(envs.backend(), envs.num_envs(), detail::load_unstable_steps<state>{envs.states().data()},
-                                   std::uint64_t(0), detail::add_u64{});
+  return detail::deterministic_sum(envs.backend(), envs.num_envs(),
+                                   detail::load_unstable_steps<state>{envs.states().data(), false}, std::uint64_t(0),
+                                   detail::add_u64{});
+}
+
+/// @brief The number of env steps in the batch that needed more contacts or constraint rows than
+/// the model's capacities (physics::dims_with_capacity; warning_contact_full, warning_efc_full)
+/// since the vec_env was constructed or reset(): each ended its episode as terminated, nothing was
+/// dropped. A non-zero count says the capacities are too small for this policy: raise them.
+/// @tparam Env an env whose State has `capacity_overflows` (the MuJoCo envs)
+template <class Env, class Backend>
+std::uint64_t capacity_overflows(const vec_env<Env, Backend>& envs) {
+  using state = typename vec_env<Env, Backend>::state_type;
+  return detail::deterministic_sum(envs.backend(), envs.num_envs(),
+                                   detail::load_unstable_steps<state>{envs.states().data(), true}, std::uint64_t(0),
+                                   detail::add_u64{});
 }
 
 }  // namespace rlkernels

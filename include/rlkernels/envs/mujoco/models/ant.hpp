@@ -16,8 +16,8 @@ namespace models {
 struct ant_dims {
   static constexpr int nq = 15, nv = 14, nu = 8, nbody = 14, njnt = 9, ngeom = 14;
   static constexpr int npair = 13;  ///< candidate collision pairs
-  static constexpr int ncon = 25;   ///< contact slots (sum of the pairs' maximum contacts)
-  static constexpr int nefc = 116;  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ncon = 25;   ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 116;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
   static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
 };
 

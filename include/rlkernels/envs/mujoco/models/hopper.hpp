@@ -16,8 +16,8 @@ namespace models {
 struct hopper_dims {
   static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5;
   static constexpr int npair = 7;  ///< candidate collision pairs
-  static constexpr int ncon = 14;   ///< contact slots (sum of the pairs' maximum contacts)
-  static constexpr int nefc = 44;  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ncon = 14;   ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 44;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
   static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
 };
 

@@ -16,8 +16,8 @@ namespace models {
 struct walker2d_dims {
   static constexpr int nq = 9, nv = 9, nu = 6, nbody = 8, njnt = 9, ngeom = 8;
   static constexpr int npair = 7;  ///< candidate collision pairs
-  static constexpr int ncon = 14;   ///< contact slots (sum of the pairs' maximum contacts)
-  static constexpr int nefc = 68;  ///< constraint-row slots (2 per limited joint, rows per contact slot)
+  static constexpr int ncon = 14;   ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 68;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
   static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
 };
 
