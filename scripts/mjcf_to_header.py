@@ -12,8 +12,8 @@ which MuJoCo's mj_collision visits them.
 
 The engine supports a subset of MJCF; anything outside it is refused with an error naming the
 element (hinge and slide joints; plane, sphere and capsule geoms; motors on joints; no tendons,
-equality constraints, sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone and
-the Newton solver; Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
+equality constraints, sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone; the
+Newton or PGS solver; Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
 
@@ -80,8 +80,8 @@ def check_supported(m):
     opt = m.opt
     if int(opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
         refuse("<option cone=...>: only the pyramidal friction cone is supported")
-    if int(opt.solver) != int(mujoco.mjtSolver.mjSOL_NEWTON):
-        refuse("<option solver=...>: only the Newton solver is supported")
+    if int(opt.solver) not in (int(mujoco.mjtSolver.mjSOL_NEWTON), int(mujoco.mjtSolver.mjSOL_PGS)):
+        refuse(f"<option solver=...>: {mujoco.mjtSolver(opt.solver).name} (only Newton and PGS are supported)")
     if int(opt.integrator) not in (int(mujoco.mjtIntegrator.mjINT_EULER), int(mujoco.mjtIntegrator.mjINT_RK4)):
         refuse("<option integrator=...>: only Euler and RK4 are supported")
     if opt.disableactuator:
@@ -287,6 +287,7 @@ def generate(xml_path, name):
     scalar("ls_tolerance", opt.ls_tolerance)
     scalar("o_margin", opt.o_margin)
     out(f"  m.integrator = physics::integrator_kind::{'rk4' if int(opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) else 'euler'};")
+    out(f"  m.solver = physics::solver_kind::{'pgs' if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS) else 'newton'};")
     integer("iterations", opt.iterations)
     integer("ls_iterations", opt.ls_iterations)
     integer("disableflags", opt.disableflags)

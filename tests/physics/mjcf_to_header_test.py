@@ -60,6 +60,8 @@ cases = [
                     extra='<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'), "tendon"),
     ("elliptic cone", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                            extra='<option cone="elliptic"/>'), "cone"),
+    ("CG solver", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
+                       extra='<option solver="CG"/>'), "mjSOL_CG"),
     ("implicit integrator", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                                  extra='<option integrator="implicitfast"/>'), "integrator"),
     ("polynomial stiffness", dict(body='<joint name="springy" type="hinge" stiffness="1 0.5"/><geom type="sphere" size=".1"/>',
@@ -91,6 +93,14 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(ok, "pendulum_on_floor", out)
     if r.returncode != 0 or "struct pendulum_on_floor_dims" not in open(out).read():
         failures.append(f"a supported model failed to generate: {r.stderr.strip()}")
+    # The PGS solver is supported and written into the model.
+    pgs = os.path.join(tmp, "pgs.xml")
+    with open(pgs, "w") as f:
+        f.write(open(ok).read().replace("</mujoco>", '<option solver="PGS"/></mujoco>'))
+    out = os.path.join(tmp, "pgs.hpp")
+    r = run(pgs, "pendulum_pgs", out)
+    if r.returncode != 0 or "m.solver = physics::solver_kind::pgs;" not in open(out).read():
+        failures.append(f"a model with solver=\"PGS\" failed to generate or lost its solver: {r.stderr.strip()}")
     # A name that is not an identifier is refused.
     if run(ok, "not-an-identifier").returncode == 0:
         failures.append("--name with a '-' was accepted")

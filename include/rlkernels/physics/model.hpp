@@ -22,6 +22,10 @@ enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
 
+/// Constraint solvers, numbered as MuJoCo's mjtSolver: the dual projected Gauss-Seidel (PGS) and
+/// the primal Newton solver are implemented; CG is not (the generator refuses it).
+enum class solver_kind : int { pgs = 0, cg = 1, newton = 2 };
+
 /// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: joint limits,
 /// condim-1 contacts, and condim >= 3 contacts with the pyramidal cone).
 enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
@@ -107,11 +111,12 @@ struct model {
   Scalar timestep;           ///< opt.timestep (s)
   Scalar gravity[3];         ///< opt.gravity
   Scalar impratio;           ///< opt.impratio (pyramidal cone: scales the friction rows' regularizer)
-  Scalar tolerance;          ///< opt.tolerance (Newton: stop when the scaled improvement or gradient is below)
+  Scalar tolerance;          ///< opt.tolerance (stop when the scaled improvement, or for Newton the gradient, is below)
   Scalar ls_tolerance;       ///< opt.ls_tolerance
   Scalar o_margin;           ///< opt.o_margin (unused unless the override flag is set; generator refuses it)
   integrator_kind integrator;  ///< opt.integrator
-  int iterations;            ///< opt.iterations (Newton iterations, at most)
+  solver_kind solver;        ///< opt.solver (pgs or newton)
+  int iterations;            ///< opt.iterations (solver iterations, at most)
   int ls_iterations;         ///< opt.ls_iterations (line-search iterations, at most)
   int disableflags;          ///< opt.disableflags (mjtDisableBit)
   int enableflags;           ///< opt.enableflags (mjtEnableBit; the generator refuses any it does not support)
