@@ -110,8 +110,8 @@ struct data {
   Scalar qacc_smooth[nv];         ///< M^-1 qfrc_smooth
   Scalar qfrc_constraint[nv];     ///< J^T efc_force
   Scalar qacc[nv];                ///< acceleration
-  int solver_niter;               ///< Newton iterations of the last solve
-  int solver_neval;               ///< line-search cost evaluations of those iterations (the sum of MuJoCo's solver[i].neval)
+  int solver_niter;               ///< iterations of the last solve (Newton steps or PGS sweeps)
+  int solver_neval;               ///< Newton's line-search cost evaluations in them (the sum of MuJoCo's solver[i].neval; 0 for PGS)
 };
 
 }  // namespace physics
