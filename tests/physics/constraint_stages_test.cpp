@@ -38,6 +38,7 @@ physics::model<S, ball_dims<Nefc>> ball_model() {
   m.tolerance = S(1e-10);
   m.ls_tolerance = S(0.01);
   m.integrator = physics::integrator_kind::euler;
+  m.solver = physics::solver_kind::newton;
   m.iterations = 100;
   m.ls_iterations = 50;
   m.meaninertia = S(ball_mass);

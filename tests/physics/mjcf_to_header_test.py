@@ -71,6 +71,8 @@ cases = [
      "tendon 'rope'"),
     ("elliptic cone", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                            extra='<option cone="elliptic"/>'), "cone"),
+    ("CG solver", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
+                       extra='<option solver="CG"/>'), "mjSOL_CG"),
     ("implicit integrator", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/>',
                                  extra='<option integrator="implicitfast"/>'), "integrator"),
     ("polynomial stiffness", dict(body='<joint name="springy" type="hinge" stiffness="1 0.5"/><geom type="sphere" size=".1"/>',
@@ -109,6 +111,14 @@ with tempfile.TemporaryDirectory() as tmp:
         text = open(out).read() if r.returncode == 0 else ""
         if r.returncode != 0 or any(e not in text for e in expect):
             failures.append(f"{' '.join(flags)}: expected {expect} in the header ({r.stderr.strip()})")
+    # The PGS solver is supported and written into the model.
+    pgs = os.path.join(tmp, "pgs.xml")
+    with open(pgs, "w") as f:
+        f.write(open(ok).read().replace("</mujoco>", '<option solver="PGS"/></mujoco>'))
+    out = os.path.join(tmp, "pgs.hpp")
+    r = run(pgs, "pendulum_pgs", out)
+    if r.returncode != 0 or "m.solver = physics::solver_kind::pgs;" not in open(out).read():
+        failures.append(f"a model with solver=\"PGS\" failed to generate or lost its solver: {r.stderr.strip()}")
     # A name that is not an identifier is refused.
     if run(ok, "not-an-identifier").returncode == 0:
         failures.append("--name with a '-' was accepted")

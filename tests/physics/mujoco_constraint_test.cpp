@@ -27,37 +27,6 @@ namespace physics = rlkernels::physics;
 
 namespace {
 
-/// Fills our data's inputs of the constraint stages from MuJoCo's data after mj_forward.
-template <class Scalar, class Dims>
-void fill_from_mujoco(const mjModel* m, const mjData* d, physics::data<Scalar, Dims>& ours) {
-  copy_state_from_mujoco(m, d, ours);
-  for (int g = 0; g < m->ngeom; ++g) {
-    for (int k = 0; k < 3; ++k) ours.geom_xpos[g][k] = Scalar(d->geom_xpos[3 * g + k]);
-    for (int k = 0; k < 9; ++k) ours.geom_xmat[g][k] = Scalar(d->geom_xmat[9 * g + k]);
-  }
-  for (int b = 0; b < m->nbody; ++b) {
-    for (int k = 0; k < 3; ++k) ours.xpos[b][k] = Scalar(d->xpos[3 * b + k]);
-    for (int k = 0; k < 9; ++k) ours.xmat[b][k] = Scalar(d->xmat[9 * b + k]);
-    for (int k = 0; k < 3; ++k) ours.subtree_com[b][k] = Scalar(d->subtree_com[3 * b + k]);
-  }
-  for (int j = 0; j < m->njnt; ++j)
-    for (int k = 0; k < 3; ++k) {
-      ours.xanchor[j][k] = Scalar(d->xanchor[3 * j + k]);
-      ours.xaxis[j][k] = Scalar(d->xaxis[3 * j + k]);
-    }
-  const int nv = m->nv;
-  for (int i = 0; i < nv; ++i)
-    for (int k = 0; k < 6; ++k) ours.cdof[i][k] = Scalar(d->cdof[6 * i + k]);
-  std::unique_ptr<double[]> M(new double[nv * nv]);
-  mj_fullM(m, d, M.get());
-  for (int i = 0; i < nv; ++i)
-    for (int j = 0; j < nv; ++j) ours.qM[i][j] = Scalar(M[i * nv + j]);
-  for (int i = 0; i < nv; ++i) {
-    ours.qfrc_smooth[i] = Scalar(d->qfrc_smooth[i]);
-    ours.qacc_smooth[i] = Scalar(d->qacc_smooth[i]);
-  }
-}
-
 template <class Scalar, class Dims>
 void run_stages(const physics::model<Scalar, Dims>& m, physics::data<Scalar, Dims>& d) {
   physics::factor_inertia(m, d);  // of the qM copied from MuJoCo (the solver's M^-1)

@@ -62,13 +62,14 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.value("ls_tolerance", 0, ours.ls_tolerance, m->opt.ls_tolerance);
   c.value("o_margin", 0, ours.o_margin, m->opt.o_margin);
   c.value("integrator", 0, int(ours.integrator), m->opt.integrator == mjINT_RK4 ? 1 : (m->opt.integrator == mjINT_EULER ? 0 : -1));
+  c.value("solver", 0, int(ours.solver), int(m->opt.solver));
+  c.value("Dims declare PGS", 0, physics::dims_pgs<typename M::dims>, m->opt.solver == mjSOL_PGS);
   c.value("iterations", 0, ours.iterations, m->opt.iterations);
   c.value("ls_iterations", 0, ours.ls_iterations, m->opt.ls_iterations);
   c.value("disableflags", 0, ours.disableflags, m->opt.disableflags);
   c.value("enableflags", 0, ours.enableflags, m->opt.enableflags);
   c.value("meaninertia", 0, ours.meaninertia, m->stat.meaninertia);
   CHECK(m->opt.cone == mjCONE_PYRAMIDAL);
-  CHECK(m->opt.solver == mjSOL_NEWTON);
   // bodies
   c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);
   c.ints("body_rootid", ours.body_rootid, m->body_rootid, m->nbody);

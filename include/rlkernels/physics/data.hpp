@@ -40,7 +40,8 @@ enum warning_bits : int {
   warning_contact_full = 8, ///< a pair produced more contacts than its slots (cannot happen for the supported pairs)
   warning_efc_full = 16,    ///< more constraint rows than the slots
   warning_bad_ctrl = 32,    ///< a (clamped) ctrl was NaN or above 1e10: all controls taken as 0 (MuJoCo's mjWARN_BADCTRL)
-  warning_bad_state = 64    ///< the integrated qpos/qvel are bad (MuJoCo finds it at the next step's check and resets there)
+  warning_bad_state = 64,   ///< the integrated qpos/qvel are bad (MuJoCo finds it at the next step's check and resets there)
+  warning_bad_solver = 128  ///< the model asks for PGS but its Dims have no room for it (physics::dims_with_pgs): not solved
 };
 
 /// @brief The workspace of one forward pass (mjData's fields for the supported subset).
@@ -115,8 +116,8 @@ struct data {
   Scalar qfrc_constraint[nv];     ///< J^T efc_force
   Scalar qacc[nv];                ///< acceleration
   Scalar cfrc_ext[nbody][6];      ///< com-based external force on each body (torque, force), from the contacts: rne_post_constraint() only
-  int solver_niter;               ///< Newton iterations of the last solve
-  int solver_neval;               ///< line-search cost evaluations of those iterations (the sum of MuJoCo's solver[i].neval)
+  int solver_niter;               ///< iterations of the last solve (Newton steps or PGS sweeps)
+  int solver_neval;               ///< Newton's line-search cost evaluations in them (the sum of MuJoCo's solver[i].neval; 0 for PGS)
 };
 
 }  // namespace physics

@@ -28,6 +28,10 @@ enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
 
+/// Constraint solvers, numbered as MuJoCo's mjtSolver: the dual projected Gauss-Seidel (PGS) and
+/// the primal Newton solver are implemented; CG is not (the generator refuses it).
+enum class solver_kind : int { pgs = 0, cg = 1, newton = 2 };
+
 /// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: joint limits,
 /// condim-1 contacts, and condim >= 3 contacts with the pyramidal cone).
 enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
@@ -90,6 +94,19 @@ constexpr int dims_ntendon = detail::dims_ntendon<Dims>::ntendon;
 template <class Dims>
 constexpr int dims_nwrap = detail::dims_ntendon<Dims>::nwrap;
 
+namespace detail {
+template <class Dims, class = void>
+struct dims_solver { static constexpr int value = 2; };
+template <class Dims>
+struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
+}  // namespace detail
+
+/// True when a Dims type declares the PGS solver (`static constexpr int solver = 0`, mjtSolver's
+/// number, as the generator writes for a PGS model): only then does the workspace make room for
+/// PGS's nefc x nefc matrix. A Dims without `solver` is a Newton model's.
+template <class Dims>
+constexpr bool dims_pgs = detail::dims_solver<Dims>::value == 0;
+
 template <class Dims>
 struct dims_check {
   static_assert(Dims::nq > 0 && Dims::nv > 0 && Dims::nbody > 1 && Dims::njnt > 0 && Dims::ngeom > 0,
@@ -134,11 +151,12 @@ struct model {
   Scalar timestep;           ///< opt.timestep (s)
   Scalar gravity[3];         ///< opt.gravity
   Scalar impratio;           ///< opt.impratio (pyramidal cone: scales the friction rows' regularizer)
-  Scalar tolerance;          ///< opt.tolerance (Newton: stop when the scaled improvement or gradient is below)
+  Scalar tolerance;          ///< opt.tolerance (stop when the scaled improvement, or for Newton the gradient, is below)
   Scalar ls_tolerance;       ///< opt.ls_tolerance
   Scalar o_margin;           ///< opt.o_margin (unused unless the override flag is set; generator refuses it)
   integrator_kind integrator;  ///< opt.integrator
-  int iterations;            ///< opt.iterations (Newton iterations, at most)
+  solver_kind solver;        ///< opt.solver (pgs or newton)
+  int iterations;            ///< opt.iterations (solver iterations, at most)
   int ls_iterations;         ///< opt.ls_iterations (line-search iterations, at most)
   int disableflags;          ///< opt.disableflags (mjtDisableBit)
   int enableflags;           ///< opt.enableflags (mjtEnableBit; the generator refuses any it does not support)
@@ -241,17 +259,35 @@ struct dims_with_capacity : Dims {
   static constexpr int nefc = NEfc;  ///< constraint-row capacity
 };
 
-/// @brief The same model with the workspace capacities of dims_with_capacity<Dims, NCon, NEfc>
-/// (no constant of a model depends on them, so both types have the same layout and the copy is
-/// exact). Host only.
-template <int NCon, int NEfc, class Scalar, class Dims>
-model<Scalar, dims_with_capacity<Dims, NCon, NEfc>> with_capacity(const model<Scalar, Dims>& m) {
-  using result = model<Scalar, dims_with_capacity<Dims, NCon, NEfc>>;
+/// @brief Dims whose workspace has room for the PGS solver (see dims_pgs), so that a Newton
+/// model can be switched to PGS (`m.solver = solver_kind::pgs` on rebind<dims_with_pgs<Dims>>(m)).
+template <class Dims>
+struct dims_with_pgs : Dims {
+  static constexpr int solver = 0;  ///< mjtSolver's mjSOL_PGS
+};
+
+/// @brief The same model under other Dims that differ only in what sizes the workspace
+/// (capacities, the PGS solver): no constant of a model depends on those, so both types have the
+/// same layout and the copy is exact. Host only.
+template <class NewDims, class Scalar, class Dims>
+model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
+  using result = model<Scalar, NewDims>;
   static_assert(sizeof(result) == sizeof(model<Scalar, Dims>) && std::is_trivially_copyable<result>::value,
-                "rlkernels::physics::with_capacity: a model's layout must not depend on its capacities");
+                "rlkernels::physics::rebind: the Dims types must give models of the same layout");
+  static_assert(NewDims::nq == Dims::nq && NewDims::nv == Dims::nv && NewDims::nu == Dims::nu &&
+                    NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
+                    NewDims::npair == Dims::npair,
+                "rlkernels::physics::rebind: the Dims types must describe the same model");
   result r;
   std::memcpy(static_cast<void*>(&r), static_cast<const void*>(&m), sizeof r);
   return r;
+}
+
+/// @brief The same model with the workspace capacities of dims_with_capacity<Dims, NCon, NEfc>.
+/// Host only.
+template <int NCon, int NEfc, class Scalar, class Dims>
+model<Scalar, dims_with_capacity<Dims, NCon, NEfc>> with_capacity(const model<Scalar, Dims>& m) {
+  return rebind<dims_with_capacity<Dims, NCon, NEfc>>(m);
 }
 
 }  // namespace physics

@@ -1,9 +1,13 @@
 // rlkernels/physics/solver.hpp
-// MuJoCo's primal Newton solver for the soft constraints (mj_fwdConstraint's warm start and
-// mj_solNewton for limits, frictionless contacts and the pyramidal cone): the convex cost
-// 0.5 (a - a0)' M (a - a0) + sum over active rows 0.5 D (J a - aref)^2, Newton directions from
-// H = M + J' D J (dense Cholesky), MuJoCo's exact line search and stopping rules.
+// MuJoCo's constraint solvers for limits, frictionless contacts and the pyramidal cone
+// (mj_fwdConstraint with its warm start), chosen by model::solver: the primal Newton solver
+// (mj_solNewton: the convex cost 0.5 (a - a0)' M (a - a0) + sum over active rows 0.5 D (J a - aref)^2,
+// Newton directions from H = M + J' D J by dense Cholesky, MuJoCo's exact line search and stopping
+// rules) and the dual projected Gauss-Seidel solver (mj_solPGS: row by row on the forces with the
+// matrix AR = J M^-1 J' + diag(R), Nesterov momentum and a shuffled row order).
 #pragma once
+
+#include <cstdint>
 
 #include "../core/config.hpp"
 #include "collision.hpp"
@@ -342,42 +346,25 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
   return Scalar(0);
 }
 
-}  // namespace detail
-
-/// @brief Solves for the constrained acceleration (MuJoCo's mj_fwdConstraint with mj_solNewton):
-/// chooses the warm start (qacc_warmstart or qacc_smooth, whichever has the lower total cost),
-/// runs Newton with the model's iterations, tolerance, ls_iterations and ls_tolerance, and writes
-/// d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter and d.solver_neval. Without rows:
-/// qacc = qacc_smooth. Needs qM and its factor qLDL/qLDiagInv (factor_inertia), qfrc_smooth,
-/// qacc_smooth and the rows (make_constraint, reference_constraint). The tolerances are scaled as
-/// MuJoCo's island solver does (1 / the trace of M: the supported models are one kinematic tree,
-/// so their constraints form one island), or by 1 / (meaninertia * nv) when islands are disabled.
-/// Terminates after at most opt.iterations Newton steps of at most opt.ls_iterations evaluations.
+/// The Newton solve of solve_constraint (rows present): the warm start, then mj_solNewton.
 template <class Scalar, class Dims>
-RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   constexpr int nv = Dims::nv;
   constexpr int nefc_ = data<Scalar, Dims>::nefc_;
-  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
-  d.solver_niter = 0;
-  d.solver_neval = 0;
   const int nefc = d.nefc;
-  if (nefc == 0) {
-    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
-    return;
-  }
-  detail::newton_context<Scalar, Dims> c;
+  newton_context<Scalar, Dims> c;
   // ---- warm start: the better of qacc_warmstart and qacc_smooth ----
   if (!(m.disableflags & disable_warmstart)) {
     Scalar jar[nefc_];
-    detail::mul_J(d, jar, d.qacc_warmstart);
+    mul_J(d, jar, d.qacc_warmstart);
     for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    Scalar cost_warm = detail::update_rows(d, jar);
-    detail::mul_M(d, c.Ma, d.qacc_warmstart);
+    Scalar cost_warm = update_rows(d, jar);
+    mul_M(d, c.Ma, d.qacc_warmstart);
     for (int i = 0; i < nv; ++i)
       cost_warm += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc_warmstart[i] - d.qacc_smooth[i]);
-    detail::mul_J(d, jar, d.qacc_smooth);
+    mul_J(d, jar, d.qacc_smooth);
     for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    const Scalar cost_smooth = detail::update_rows(d, jar);
+    const Scalar cost_smooth = update_rows(d, jar);
     const Scalar* start = cost_warm > cost_smooth ? d.qacc_smooth : d.qacc_warmstart;
     for (int i = 0; i < nv; ++i) d.qacc[i] = start[i];
   } else {
@@ -385,10 +372,10 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
   }
   // ---- Newton ----
   const Scalar tol = m.tolerance;
-  detail::mul_M(d, c.Ma, d.qacc);
-  detail::mul_J(d, c.Jaref, d.qacc);
+  mul_M(d, c.Ma, d.qacc);
+  mul_J(d, c.Jaref, d.qacc);
   for (int i = 0; i < nefc; ++i) c.Jaref[i] -= d.efc_aref[i];
-  detail::newton_update_constraint(d, c);
+  newton_update_constraint(d, c);
   for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
   if (m.disableflags & disable_island) {
     c.scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));
@@ -400,14 +387,14 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
   // zero-iteration exit, certified by the duality gap 0.5 grad' M^-1 grad and the gradient
   for (int i = 0; i < nv; ++i) c.Mgrad[i] = c.grad[i];
   solve_inertia(m, d, c.Mgrad);  // MuJoCo's L^T D L solve (mj_solveLD)
-  const Scalar gap = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
-  const bool small_gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv)) < tol;
+  const Scalar gap = Scalar(0.5) * c.scale * dot_n(c.grad, c.Mgrad, nv);
+  const bool small_gradient = c.scale * std::sqrt(dot_n(c.grad, c.grad, nv)) < tol;
   // mju_max(0, x) as MuJoCo writes it (0 >= x ? 0 : x): a NaN stays NaN and never counts as converged
   bool done = (Scalar(0) >= gap ? Scalar(0) : gap) < tol && small_gradient;
   if (!done) {
-    detail::newton_factor_hessian(d, c);
-    detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
-    const Scalar dec = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
+    newton_factor_hessian(d, c);
+    solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
+    const Scalar dec = Scalar(0.5) * c.scale * dot_n(c.grad, c.Mgrad, nv);
     done = small_gradient && (Scalar(0) >= dec ? Scalar(0) : dec) < tol;
   }
   if (!done)
@@ -424,7 +411,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
   int oldstate[nefc_];
   while (!done && iter < m.iterations) {
     Scalar ls_improvement;
-    const Scalar alpha = detail::newton_line_search(d, c, ls_tol, m.ls_iterations, ls_improvement);
+    const Scalar alpha = newton_line_search(d, c, ls_tol, m.ls_iterations, ls_improvement);
     if (alpha == Scalar(0)) break;
     d.solver_neval += c.ls_iter;
     for (int i = 0; i < nv; ++i) {
@@ -433,19 +420,239 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Di
     }
     for (int i = 0; i < nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
     for (int i = 0; i < nefc; ++i) oldstate[i] = d.efc_state[i];
-    detail::newton_update_constraint(d, c);
-    detail::newton_update_hessian(d, c, oldstate);
+    newton_update_constraint(d, c);
+    newton_update_hessian(d, c, oldstate);
     for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
-    detail::solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
+    solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
     const Scalar improvement = c.scale * ls_improvement;
-    const Scalar gradient = c.scale * std::sqrt(detail::dot_n(c.grad, c.grad, nv));
-    const Scalar dec_raw = Scalar(0.5) * c.scale * detail::dot_n(c.grad, c.Mgrad, nv);
+    const Scalar gradient = c.scale * std::sqrt(dot_n(c.grad, c.grad, nv));
+    const Scalar dec_raw = Scalar(0.5) * c.scale * dot_n(c.grad, c.Mgrad, nv);
     const Scalar decrement = Scalar(0) >= dec_raw ? Scalar(0) : dec_raw;
     ++iter;
     if ((improvement > Scalar(0) && improvement < tol) || gradient < tol || decrement < tol) break;
     for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
   }
   d.solver_niter = iter;
+}
+
+// ---- PGS ----
+
+/// MuJoCo's PCG32 generator for PGS's row order (the XSH-RR output of the state before the step).
+struct pcg32 {
+  std::uint64_t state;
+  std::uint64_t inc;
+  RLK_INLINE std::uint32_t next() {
+    const std::uint64_t old = state;
+    state = old * 6364136223846793005ULL + (inc | 1u);
+    const std::uint32_t xorshifted = static_cast<std::uint32_t>(((old >> 18u) ^ old) >> 27u);
+    const std::uint32_t rot = static_cast<std::uint32_t>(old >> 59u);
+    return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
+  }
+};
+
+/// The state of one PGS solve. AR alone is nefc^2 scalars for the model's nefc row slots
+/// (46 KB in double for HalfCheetah's 76): it lives on the stack of the solving thread only
+/// for the duration of the solve.
+template <class Scalar, class Dims>
+struct pgs_context {
+  static constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  Scalar AR[nefc_][nefc_];       // J M^-1 J' + diag(R) (MuJoCo's efc_AR, dense)
+  Scalar ARinv[nefc_];           // 1 / diag(AR)
+  Scalar b[nefc_];               // J qacc_smooth - aref (MuJoCo's efc_b)
+  Scalar force_prev[nefc_];      // the forces before the last momentum step
+  Scalar force_momentum[nefc_];  // the forces after it (the sweep's start)
+  int order[nefc_];              // the order of the sweep, reshuffled in place every iteration
+};
+
+/// AR = Y Y' + diag(R) with Y = J L^-T D^-1/2 from MuJoCo's factor M = L' D L (mj_makeY's dense
+/// mj_solveM2, then mj_makeAR's mju_sqrMatTD: the lower triangle summed over dofs in increasing
+/// order, zero terms skipped, then mirrored).
+template <class Scalar, class Dims>
+RLK_INLINE void pgs_make_AR(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, pgs_context<Scalar, Dims>& c) {
+  constexpr int nv = Dims::nv;
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  const int nefc = d.nefc;
+  Scalar Y[nefc_][nv];
+  for (int r = 0; r < nefc; ++r)
+    for (int j = 0; j < nv; ++j) Y[r][j] = d.efc_J[r][j];
+  // Y <- Y L^-T: dof i (deepest first) pushes its entry to its ancestors; simple dofs have none
+  for (int i = nv - 1; i > 0; --i) {
+    if (m.dof_simplenum[i]) continue;
+    for (int r = 0; r < nefc; ++r) {
+      const Scalar yi = Y[r][i];
+      if (yi == Scalar(0)) continue;
+      for (int a = m.dof_parentid[i]; a >= 0; a = m.dof_parentid[a]) Y[r][a] -= d.qLDL[i][a] * yi;
+    }
+  }
+  for (int i = 0; i < nv; ++i) {
+    const Scalar s = Scalar(1) / std::sqrt(d.qLDL[i][i]);
+    for (int r = 0; r < nefc; ++r) Y[r][i] *= s;
+  }
+  for (int i = 0; i < nefc; ++i) {
+    for (int k = 0; k <= i; ++k) c.AR[i][k] = Scalar(0);
+    for (int j = 0; j < nv; ++j) {
+      const Scalar t = Y[i][j];
+      if (t == Scalar(0)) continue;
+      for (int k = 0; k <= i; ++k) c.AR[i][k] += Y[k][j] * t;
+    }
+  }
+  for (int i = 0; i < nefc; ++i)
+    for (int k = i + 1; k < nefc; ++k) c.AR[i][k] = c.AR[k][i];
+  for (int i = 0; i < nefc; ++i) c.AR[i][i] += d.efc_R[i];
+}
+
+/// efc_state as the dual solver sets it: a row with positive force is active (quadratic).
+template <class Scalar, class Dims>
+RLK_INLINE void pgs_state(data<Scalar, Dims>& d) {
+  for (int i = 0; i < d.nefc; ++i) d.efc_state[i] = d.efc_force[i] <= Scalar(0) ? state_satisfied : state_quadratic;
+}
+
+/// The PGS solve of solve_constraint (rows present): MuJoCo's dual warm start, mj_solPGS, and
+/// qfrc_constraint = J' f, qacc = qacc_smooth + M^-1 qfrc_constraint (mj_dualFinish).
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  constexpr int nv = Dims::nv;
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  const int nefc = d.nefc;
+  pgs_context<Scalar, Dims> c;
+  pgs_make_AR(m, d, c);
+  mul_J(d, c.b, d.qacc_smooth);
+  for (int i = 0; i < nefc; ++i) c.b[i] -= d.efc_aref[i];
+  // ---- warm start: the primal forces at qacc_warmstart, unless the dual cost
+  // f'b + 0.5 f' AR f says no force at all is better ----
+  if (!(m.disableflags & disable_warmstart)) {
+    Scalar tmp[nefc_];
+    mul_J(d, tmp, d.qacc_warmstart);
+    for (int i = 0; i < nefc; ++i) tmp[i] -= d.efc_aref[i];
+    update_rows(d, tmp);
+    Scalar cost = mj_dot(d.efc_force, c.b, nefc);
+    for (int i = 0; i < nefc; ++i) tmp[i] = mj_dot(c.AR[i], d.efc_force, nefc);
+    cost += Scalar(0.5) * mj_dot(d.efc_force, tmp, nefc);
+    if (cost > Scalar(0))
+      for (int i = 0; i < nefc; ++i) d.efc_force[i] = Scalar(0);
+  } else {
+    for (int i = 0; i < nefc; ++i) d.efc_force[i] = Scalar(0);
+  }
+  // ---- mj_solPGS: every row is its own block (no elliptic cones), and every row is an
+  // inequality (no equality or friction-loss rows), so each update is clamped at 0 ----
+  Scalar* f = d.efc_force;
+  const Scalar scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));  // no island scale in PGS
+  for (int i = 0; i < nefc; ++i) {
+    c.ARinv[i] = Scalar(1) / c.AR[i][i];
+    c.force_prev[i] = f[i];
+    c.order[i] = i;
+  }
+  // the same generator for every solve: state 0, increment 1, one draw discarded
+  pcg32 rng{0u, 1u};
+  rng.next();
+  int iter = 0;
+  int k = 0;  // momentum counter, reset to 0 on a restart
+  while (iter < m.iterations) {
+    // Nesterov extrapolation f += beta (f - f_prev), projected back onto f >= 0
+    const Scalar beta = iter > 0 ? Scalar(k - 1) / Scalar(k + 2) : Scalar(0);
+    if (beta > Scalar(0)) {
+      for (int i = 0; i < nefc; ++i) {
+        const Scalar before = f[i];
+        f[i] += beta * (f[i] - c.force_prev[i]);
+        c.force_prev[i] = before;
+      }
+      for (int i = 0; i < nefc; ++i)
+        if (f[i] < Scalar(0)) f[i] = Scalar(0);
+    } else {
+      for (int i = 0; i < nefc; ++i) c.force_prev[i] = f[i];
+    }
+    for (int i = 0; i < nefc; ++i) c.force_momentum[i] = f[i];
+    // Fisher-Yates on the previous order (the shuffles compound across iterations)
+    for (int i = nefc - 1; i > 0; --i) {
+      const int j = static_cast<int>(rng.next() % static_cast<std::uint32_t>(i + 1));
+      const int t = c.order[i];
+      c.order[i] = c.order[j];
+      c.order[j] = t;
+    }
+    Scalar improvement = Scalar(0);
+    for (int s = 0; s < nefc; ++s) {
+      const int i = c.order[s];
+      const Scalar res = c.b[i] + mj_dot(c.AR[i], f, nefc);
+      const Scalar old = f[i];
+      f[i] -= res * c.ARinv[i];
+      if (f[i] < Scalar(0)) f[i] = Scalar(0);
+      // the cost change, with the diagonal as 1 / ARinv (not AR's own entry, for MuJoCo's bits);
+      // an update that raises the cost by more than 1e-10 is undone
+      const Scalar A = Scalar(1) / c.ARinv[i];
+      const Scalar delta = f[i] - old;
+      Scalar change = Scalar(0.5) * delta * delta * A + delta * res;
+      if (change > Scalar(1e-10)) {
+        f[i] = old;
+        change = Scalar(0);
+      }
+      improvement -= change;
+    }
+    improvement *= scale;
+    // gradient restart (O'Donoghue and Candes): when the sweep's correction opposes the
+    // extrapolation, the momentum starts over
+    bool restart = false;
+    if (iter > 0) {
+      Scalar dot = Scalar(0);
+      for (int i = 0; i < nefc; ++i) dot += (f[i] - c.force_momentum[i]) * (c.force_momentum[i] - c.force_prev[i]);
+      restart = dot < Scalar(0);
+    }
+    k = restart ? 0 : k + 1;
+    ++iter;
+    if (improvement < m.tolerance) break;
+  }
+  d.solver_niter = iter;
+  pgs_state(d);
+  // qfrc_constraint = J' f over the rows with force (as mju_mulMatTVec), qacc = M^-1 qfrc + qacc_smooth
+  for (int i = 0; i < nefc; ++i) {
+    const Scalar fi = f[i];
+    if (fi == Scalar(0)) continue;
+    for (int j = 0; j < nv; ++j) d.qfrc_constraint[j] += d.efc_J[i][j] * fi;
+  }
+  for (int j = 0; j < nv; ++j) d.qacc[j] = d.qfrc_constraint[j];
+  solve_inertia(m, d, d.qacc);
+  for (int j = 0; j < nv; ++j) d.qacc[j] += d.qacc_smooth[j];
+}
+
+}  // namespace detail
+
+/// @brief Solves for the constrained acceleration (MuJoCo's mj_fwdConstraint) with the model's
+/// solver, and writes d.qacc, d.efc_force, d.efc_state, d.qfrc_constraint, d.solver_niter and
+/// d.solver_neval. Without rows: qacc = qacc_smooth. Needs qM and its factor qLDL/qLDiagInv
+/// (factor_inertia), qfrc_smooth, qacc_smooth and the rows (make_constraint, reference_constraint).
+///
+/// Newton (mj_solNewton): starts from qacc_warmstart or qacc_smooth, whichever has the lower total
+/// cost, and runs at most opt.iterations Newton steps of at most opt.ls_iterations line-search
+/// evaluations. Its tolerances are scaled as MuJoCo's island solver does (1 / the trace of M: the
+/// supported models are one kinematic tree, so their constraints form one island), or by
+/// 1 / (meaninertia * nv) when islands are disabled.
+///
+/// PGS (mj_solPGS): starts from the forces of the rows at qacc_warmstart (or none, when the dual
+/// cost of those is positive) and runs at most opt.iterations sweeps over the rows in a shuffled
+/// order, stopping when a sweep's cost decrease, scaled by 1 / (meaninertia * nv) with or without
+/// islands, is below opt.tolerance. solver_neval stays 0. Its stack holds the nefc x nefc matrix AR.
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  constexpr int nv = Dims::nv;
+  for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
+  d.solver_niter = 0;
+  d.solver_neval = 0;
+  if (d.nefc == 0) {
+    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
+    return;
+  }
+  if (m.solver == solver_kind::pgs) {
+    // PGS's nefc x nefc matrix is only compiled in (and on a GPU only reserved on the thread's
+    // stack) for Dims that declare the solver (generated PGS models, dims_with_pgs): a Newton
+    // model's kernel does not pay for it
+    if constexpr (dims_pgs<Dims>) {
+      detail::pgs_solve(m, d);
+    } else {
+      d.warning |= warning_bad_solver;
+      for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
+    }
+  } else {
+    detail::newton_solve(m, d);
+  }
 }
 
 }  // namespace physics

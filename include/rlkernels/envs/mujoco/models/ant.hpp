@@ -36,6 +36,7 @@ constexpr physics::model<Scalar, ant_dims> ant() {
   m.ls_tolerance = Scalar(0.01);
   m.o_margin = Scalar(0.0);
   m.integrator = physics::integrator_kind::rk4;
+  m.solver = physics::solver_kind::newton;
   m.iterations = 100;
   m.ls_iterations = 50;
   m.disableflags = 0;

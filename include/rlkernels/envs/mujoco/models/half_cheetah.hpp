@@ -36,6 +36,7 @@ constexpr physics::model<Scalar, half_cheetah_dims> half_cheetah() {
   m.ls_tolerance = Scalar(0.01);
   m.o_margin = Scalar(0.0);
   m.integrator = physics::integrator_kind::euler;
+  m.solver = physics::solver_kind::newton;
   m.iterations = 100;
   m.ls_iterations = 50;
   m.disableflags = 0;
