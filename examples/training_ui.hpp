@@ -56,9 +56,14 @@ struct classic_control<rlkernels::pendulum<S>> : std::true_type {};
 template <class S>
 struct classic_control<rlkernels::acrobot<S>> : std::true_type {};
 
-/// The MuJoCo locomotion envs (Ant-v5, HalfCheetah-v5, Hopper-v5, Walker2d-v5).
+/// The MuJoCo locomotion envs (Ant-v5, HalfCheetah-v5, Hopper-v5, Humanoid-v5, HumanoidStandup-v5,
+/// Walker2d-v5).
 template <class Env>
 struct mujoco_locomotion : std::false_type {};
+template <class S, bool E, bool A, bool B, bool C, bool D>
+struct mujoco_locomotion<rlkernels::humanoid<S, E, A, B, C, D>> : std::true_type {};
+template <class S, bool E, bool A, bool B, bool C, bool D>
+struct mujoco_locomotion<rlkernels::humanoid_standup<S, E, A, B, C, D>> : std::true_type {};
 template <class S, bool E, bool C>
 struct mujoco_locomotion<rlkernels::ant<S, E, C>> : std::true_type {};
 template <class S, bool E>

@@ -33,7 +33,7 @@ def observation_space(info: dict, params: dict, dtype: str) -> spaces.Space:
     if name == "acrobot":
         high = np.array([1.0, 1.0, 1.0, 1.0, 4 * math.pi, 9 * math.pi], dtype=np.float32)
         return spaces.Box(-high.astype(dt), high.astype(dt), dtype=dt)
-    if name in ("ant", "half_cheetah", "hopper", "walker2d"):
+    if name in ("ant", "half_cheetah", "hopper", "humanoid", "humanoid_standup", "walker2d"):
         return spaces.Box(-np.inf, np.inf, shape=(size,), dtype=dt)
     if name.startswith("minatar_"):
         channels = size // 100

@@ -139,6 +139,37 @@ struct param_fields<rlkernels::ant<S, E, C>> {
   }
 };
 
+template <class S, bool E, bool A, bool B, bool C, bool D>
+struct param_fields<rlkernels::humanoid<S, E, A, B, C, D>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("forward_reward_weight", p.forward_reward_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("contact_cost_weight", p.contact_cost_weight);
+    f("contact_cost_range", p.contact_cost_range);
+    f("healthy_reward", p.healthy_reward);
+    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    f("healthy_z_range", p.healthy_z_range);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
+template <class S, bool E, bool A, bool B, bool C, bool D>
+struct param_fields<rlkernels::humanoid_standup<S, E, A, B, C, D>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("uph_cost_weight", p.uph_cost_weight);
+    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    f("impact_cost_weight", p.impact_cost_weight);
+    f("impact_cost_range", p.impact_cost_range);
+    f("reset_noise_scale", p.reset_noise_scale);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
 template <class S, bool E>
 struct param_fields<rlkernels::hopper<S, E>> {
   template <class P, class F>

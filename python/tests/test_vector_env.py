@@ -14,7 +14,8 @@ import rlkernels
 def test_registered_envs_lists_every_id():
     ids = rlkernels.registered_envs()
     for want in ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0",
-                 "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "MinAtar/Breakout-v1", "Snake-v1", "Maze-v0"):
+                 "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5", "HumanoidStandup-v5",
+                 "MinAtar/Breakout-v1", "Snake-v1", "Maze-v0"):
         assert want in ids
     assert len(ids) == len(set(ids))
     for env_id in ids:  # every id makes an env that steps
@@ -29,7 +30,8 @@ def test_registered_envs_lists_every_id():
 # (id, dtype that makes the observation dtype Gymnasium's)
 GYMNASIUM_IDS = [("CartPole-v0", "float32"), ("CartPole-v1", "float32"), ("MountainCar-v0", "float32"),
                  ("MountainCarContinuous-v0", "float32"), ("Pendulum-v1", "float32"), ("Acrobot-v1", "float32")]
-MUJOCO_IDS = [("HalfCheetah-v5", "float64"), ("Hopper-v5", "float64"), ("Walker2d-v5", "float64")]
+MUJOCO_IDS = [("HalfCheetah-v5", "float64"), ("Hopper-v5", "float64"), ("Walker2d-v5", "float64"), ("Ant-v5", "float64"),
+              ("Humanoid-v5", "float64"), ("HumanoidStandup-v5", "float64")]
 
 
 def _mujoco_available():
@@ -68,6 +70,20 @@ def test_params_are_gymnasium_kwargs_for_mujoco():
     envs = rlkernels.make_vec("Hopper-v5", 2, seed=0, ctrl_cost_weight=0.5, healthy_z_range=(0.5, 3.0))
     assert envs.params["ctrl_cost_weight"] == 0.5
     assert envs.params["healthy_z_range"] == (0.5, 3.0)
+    # the 3D robots: every Params field is a keyword of Gymnasium's constructor, with its default
+    import inspect
+    for env_id in ("Ant-v5", "Humanoid-v5", "HumanoidStandup-v5"):
+        ref = gym.make(env_id).unwrapped
+        kwargs = inspect.signature(type(ref).__init__).parameters
+        for name, value in rlkernels.default_params(env_id).items():
+            if name == "max_episode_steps":
+                continue
+            assert name in kwargs, (env_id, name)
+            default = kwargs[name].default
+            if isinstance(value, tuple):
+                assert value == pytest.approx(tuple(default)), (env_id, name)
+            else:
+                assert value == pytest.approx(default), (env_id, name)
 
 
 # ---- exactness against Gymnasium (CartPole in double, both kinds of episode end) ----

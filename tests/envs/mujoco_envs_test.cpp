@@ -9,6 +9,8 @@
 #include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/humanoid.hpp>
+#include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -83,6 +86,7 @@ struct hopper_spec {
   static constexpr const char* stem = "hopper_v5";
   static constexpr const char* id = "Hopper-v5";
   static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 1200;
 };
 struct walker2d_spec {
   template <class S> using env = walker2d<S>;
@@ -91,6 +95,7 @@ struct walker2d_spec {
   static constexpr const char* stem = "walker2d_v5";
   static constexpr const char* id = "Walker2d-v5";
   static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 1200;
 };
 struct half_cheetah_spec {
   template <class S> using env = half_cheetah<S>;
@@ -99,6 +104,7 @@ struct half_cheetah_spec {
   static constexpr const char* stem = "half_cheetah_v5";
   static constexpr const char* id = "HalfCheetah-v5";
   static constexpr bool terminates = false;
+  static constexpr int fuzz_steps = 1200;
 };
 
 struct ant_spec {
@@ -108,6 +114,26 @@ struct ant_spec {
   static constexpr const char* stem = "ant_v5";
   static constexpr const char* id = "Ant-v5";
   static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 1200;
+};
+
+struct humanoid_spec {
+  template <class S> using env = humanoid<S>;
+  template <class S> using env_with_x = humanoid<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 5;
+  static constexpr const char* stem = "humanoid_v5";
+  static constexpr const char* id = "Humanoid-v5";
+  static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 300;  // a Humanoid step costs ~10 Hopper steps
+};
+struct humanoid_standup_spec {
+  template <class S> using env = humanoid_standup<S>;
+  template <class S> using env_with_x = humanoid_standup<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 6;
+  static constexpr const char* stem = "humanoid_standup_v5";
+  static constexpr const char* id = "HumanoidStandup-v5";
+  static constexpr bool terminates = false;
+  static constexpr int fuzz_steps = 300;  // a Humanoid step costs ~10 Hopper steps
 };
 
 template <class Env, class = void>
@@ -190,7 +216,7 @@ struct episode_kernel {
 // ---- one step from recorded states -------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
   const f64_table g(file_of(TestType::stem, "one_step"));
@@ -245,7 +271,7 @@ TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_st
 // ---- the first 100 steps of recorded episodes, through vec_env ---------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
@@ -304,7 +330,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the sa
 // ---- whole episodes: lengths and returns -------------------------------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Env = typename TestType::template env<double>;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
   const std::size_t n = episodes.rows;
@@ -356,7 +382,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99%
 
 #if defined(RLK_BACKEND_OPENMP)
 TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   auto run = [](auto scalar_tag) {
     using Env = typename TestType::template env<decltype(scalar_tag)>;
     const std::size_t n = 67;
@@ -384,7 +410,7 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
 #endif
 
 TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
-                   walker2d_spec, half_cheetah_spec, ant_spec) {
+                   walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Ed = typename TestType::template env<double>;
   using Ef = typename TestType::template env<float>;
   constexpr int nobs = Ed::observation_size;
@@ -495,7 +521,7 @@ struct fuzz_actions {
 }  // namespace
 
 TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   auto run = [](auto scalar_tag) {
     using S = decltype(scalar_tag);
     using Env = typename TestType::template env<S>;
@@ -503,7 +529,7 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
     vec_env<Env, backend_t> envs(rlk_test::backend(), n, 11);
     auto actions = rlk_test::zeros<S>(n * Env::nu);
     std::size_t ends = 0;
-    for (std::uint64_t t = 0; t < 1200; ++t) {
+    for (std::uint64_t t = 0; t < std::uint64_t(TestType::fuzz_steps); ++t) {
       for_each_index(rlk_test::backend(), n, fuzz_actions<S>{t, actions.data(), Env::nu});
       envs.step(actions.cview());
       const auto obs = envs.observations().to_host();
@@ -521,8 +547,8 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
       REQUIRE(finite);
       REQUIRE(no_nan);
     }
-    std::printf("%s<%s> fuzz: %zu envs x 1200 steps, %zu episode ends, %llu unstable steps\n", TestType::id,
-                sizeof(S) == 4 ? "float" : "double", n, ends, (unsigned long long)unstable_steps(envs));
+    std::printf("%s<%s> fuzz: %zu envs x %d steps, %zu episode ends, %llu unstable steps\n", TestType::id,
+                sizeof(S) == 4 ? "float" : "double", n, TestType::fuzz_steps, ends, (unsigned long long)unstable_steps(envs));
     CHECK(ends > 0);
   };
   run(double{});
@@ -530,7 +556,7 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
 }
 
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode, keeps the state finite and is counted",
-                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec) {
+                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const std::size_t n = 6;
@@ -944,4 +970,70 @@ TEST_CASE("a step beyond the contact or row capacity ends the episode, is counte
   CHECK(unstable_steps(small) == 0u);
   CHECK(capacity_overflows(full) == 0u);
   CHECK(compared > 1000);
+}
+
+// ---- measuring the capacities (hidden: run `mujoco_envs_test_openmp "[capacity-measure]"`) -------
+
+namespace {
+
+/// The most contacts and rows any forward pass needed (physics::data::ncon_peak, nefc_peak) over
+/// env steps of `n` envs with uniform random actions in the action range, each env step as the
+/// envs take it (frame_skip physics steps from the State), episodes reset when they end.
+template <class Env>
+struct peak_kernel {
+  typename Env::Params params;
+  std::uint64_t steps;
+  int* ncon_peak;
+  int* nefc_peak;
+  std::uint32_t* overflows;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    using S = typename Env::scalar_type;
+    rng gen(321, i);
+    typename Env::State s{};
+    Env::reset(params, s, gen);
+    int pc = 0, pr = 0;
+    std::int32_t t = 0;
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      S a[Env::nu];
+      for (int j = 0; j < Env::nu; ++j) a[j] = gen.template uniform<S>(Env::action_low, Env::action_high);
+      physics::data<S, typename Env::dims> d{};
+      for (int q = 0; q < Env::nq; ++q) d.qpos[q] = s.qpos[q];
+      for (int v = 0; v < Env::nv; ++v) { d.qvel[v] = s.qvel[v]; d.qacc_warmstart[v] = s.qacc_warmstart[v]; }
+      for (int j = 0; j < Env::nu; ++j) d.ctrl[j] = a[j];
+      for (int f = 0; f < params.frame_skip; ++f) physics::step(params.model, d);
+      pc = d.ncon_peak > pc ? d.ncon_peak : pc;
+      pr = d.nefc_peak > pr ? d.nefc_peak : pr;
+      const step_result<S> r = Env::step(params, s, a, gen);  // the env's own step, for its episode end
+      if (r.terminated || ++t >= params.max_episode_steps) {
+        Env::reset(params, s, gen);
+        t = 0;
+      }
+    }
+    ncon_peak[i] = pc;
+    nefc_peak[i] = pr;
+    overflows[i] = s.capacity_overflows;
+  }
+};
+
+template <class Env>
+void measure_peaks(const char* id, std::size_t n, std::uint64_t steps) {
+  auto pc = rlk_test::zeros<int>(n);
+  auto pr = rlk_test::zeros<int>(n);
+  auto ov = rlk_test::zeros<std::uint32_t>(n);
+  for_each_index(rlk_test::backend(), n, peak_kernel<Env>{typename Env::Params{}, steps, pc.data(), pr.data(), ov.data()});
+  const auto c = pc.to_host(), r = pr.to_host();
+  const auto o = ov.to_host();
+  std::printf("%s, random actions, %zu envs x %llu env steps: at most %d contacts and %d constraint rows in any forward "
+              "pass (capacities %d and %d; %llu steps overflowed)\n",
+              id, n, (unsigned long long)steps, *std::max_element(c.begin(), c.end()),
+              *std::max_element(r.begin(), r.end()), Env::dims::ncon, Env::dims::nefc,
+              (unsigned long long)std::accumulate(o.begin(), o.end(), 0ull));
+}
+
+}  // namespace
+
+TEST_CASE("the most contacts and rows the 3D robots need under random actions", "[.][capacity-measure]") {
+  measure_peaks<ant<double>>("Ant-v5", 16, 20000);
+  measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000);
+  measure_peaks<humanoid_standup<double>>("HumanoidStandup-v5", 16, 20000);
 }

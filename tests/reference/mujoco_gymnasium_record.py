@@ -1,9 +1,10 @@
-"""Golden data of Gymnasium's MuJoCo locomotion envs (Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5) for
+"""Golden data of Gymnasium's MuJoCo locomotion envs (Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5, Humanoid-v5,
+HumanoidStandup-v5) for
 tests/envs/mujoco_envs_test.cpp, recorded from Gymnasium itself (gymnasium 1.4 on mujoco 3.12.0).
 
 Actions are not stored: both sides compute them from a counter hash (splitmix64, below; the C++
 test has the same function). Component k of the action at step t of episode e of the env with code
-c (Hopper 1, Walker2d 2, HalfCheetah 3, Ant 4) is
+c (Hopper 1, Walker2d 2, HalfCheetah 3, Ant 4, Humanoid 5, HumanoidStandup 6) is
 
     h = splitmix64((c << 56) | (e << 32) | (t << 8) | k)        (e, t < 2^24, k < 256)
     a = 2 * ((h >> 11) * 2^-53) - 1                            (exact in float64: in [-1, 1))
@@ -12,7 +13,8 @@ passed to ``env.step`` as a float64 NumPy array (Gymnasium's control cost is the
 float32 action would make NumPy compute it in float32). Episode e starts from
 ``env.reset(seed=e)`` of ``gymnasium.make(id)`` (TimeLimit included).
 
-Files (per env, <env> = hopper_v5, walker2d_v5, half_cheetah_v5, ant_v5), all raw little-endian float64:
+Files (per env, <env> = hopper_v5, walker2d_v5, half_cheetah_v5, ant_v5, humanoid_v5,
+humanoid_standup_v5), all raw little-endian float64:
 two values ``rows, cols``, then ``rows x cols`` values row-major. Flags are 0.0 / 1.0.
 
 * mujoco_<env>_episodes.f64: one row per episode e = 0..E-1:
@@ -21,7 +23,8 @@ two values ``rows, cols``, then ``rows x cols`` values row-major. Flags are 0.0 
   (float64, in step order); terminated: 1 if the episode ended by termination; qpos/qvel: the state
   right after ``env.reset(seed=e)`` (qacc_warmstart is 0 there: mj_resetData).
 * mujoco_<env>_steps.f64: the first 100 steps (fewer where the episode ended) of episodes 0..39
-  (Hopper, Walker2d: their random-action episodes are short) or 0..9 (HalfCheetah, Ant):
+  (Hopper, Walker2d: their random-action episodes are short), 0..9 (HalfCheetah, Ant, Humanoid) or
+  0..3 (HumanoidStandup, 1000-step episodes):
       e, t, reward, terminated, truncated, obs[obs_size]
   t = -1 is the reset (reward 0 and flags 0, obs = the reset observation); t >= 0 is the step whose
   action is action(c, e, t).
@@ -57,6 +60,8 @@ ENVS = [
     ("Walker2d-v5", "walker2d_v5", 2, 1000, 40),
     ("HalfCheetah-v5", "half_cheetah_v5", 3, 40, 10),
     ("Ant-v5", "ant_v5", 4, 200, 10),
+    ("Humanoid-v5", "humanoid_v5", 5, 400, 10),
+    ("HumanoidStandup-v5", "humanoid_standup_v5", 6, 40, 4),
 ]
 TRAJECTORY_STEPS = 100
 ONE_STEP_ROWS = 100

@@ -87,6 +87,8 @@ struct data {
   contact<Scalar> con[ncon_];     ///< the contacts
   int nl;                         ///< limit rows (they come first, as in MuJoCo: limits then contacts)
   int nefc;                       ///< constraint rows
+  int ncon_peak;                  ///< the most contacts any forward pass found since the caller last set it to 0 (sizes capacities: never reset by the engine)
+  int nefc_peak;                  ///< the same for constraint rows
   int efc_type[nefc_];            ///< constraint_type of each row
   int efc_id[nefc_];              ///< joint (limit) or contact index
   Scalar efc_J[nefc_][nv];        ///< constraint Jacobian (dense)

@@ -36,6 +36,8 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data
     d.nl = 0;
     d.nefc = 0;
   }
+  d.ncon_peak = d.ncon > d.ncon_peak ? d.ncon : d.ncon_peak;
+  d.nefc_peak = d.nefc > d.nefc_peak ? d.nefc : d.nefc_peak;
   // velocity stage (mj_fwdVelocity)
   tendon_velocity(m, d);
   com_vel(m, d);
