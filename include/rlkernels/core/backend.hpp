@@ -8,6 +8,7 @@
 #include "error.hpp"
 #include "host_sync.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -158,10 +159,35 @@ inline void synchronize(cuda_backend backend) {
 
 namespace detail {
 #if RLK_HAS_CUDA
+/// The functor is `__grid_constant__`: every thread reads it (an env's Params with its physics
+/// model: kilobytes) where the launch put it, in the kernel's constant parameter space, through
+/// a const reference. A plain by-value parameter whose address is taken (any call that is not
+/// inlined, any array indexed at run time) is first copied into every thread's local memory:
+/// 2.3 KB of stack and of copying per thread and launch for hopper<float>.
 template <class F>
-__global__ void for_each_index_kernel(std::size_t n, F f) {
+__global__ void for_each_index_kernel(std::size_t n, const __grid_constant__ F f) {
   const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+/// The block size of for_each_index_kernel<F> on `device`: the smallest that reaches the most
+/// resident threads per SM that the kernel's registers and stack allow
+/// (cudaOccupancyMaxPotentialBlockSize), asked once per kernel and device and kept. A fixed 256
+/// would leave SMs partly empty for a kernel whose registers allow only a few warps per SM.
+template <class F>
+unsigned int block_size_for(int device) {
+  constexpr int max_devices = 64;
+  static std::atomic<int> cached[max_devices];  // zero (static storage): not asked yet on that device
+  const bool cacheable = device >= 0 && device < max_devices;
+  if (cacheable) {
+    const int known = cached[device].load(std::memory_order_relaxed);
+    if (known > 0) return static_cast<unsigned int>(known);
+  }
+  int min_grid = 0, block = 0;
+  RLK_CUDA_CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, for_each_index_kernel<F>, 0, 0));
+  if (block <= 0) block = 256;
+  if (cacheable) cached[device].store(block, std::memory_order_relaxed);  // racing threads store the same value
+  return static_cast<unsigned int>(block);
 }
 
 inline unsigned int grid_size_for(std::size_t n, unsigned int block) {
@@ -252,8 +278,8 @@ template <class F>
 void for_each_index(cuda_backend backend, std::size_t n, const F& f) {
   static_assert(std::is_trivially_copyable_v<F>, "rlkernels::for_each_index: the functor must be trivially copyable to run on CUDA");
   if (n == 0) return;
-  constexpr unsigned int block = 256;
   const detail::device_guard guard(backend.device);
+  const unsigned int block = detail::block_size_for<F>(backend.device);
   detail::for_each_index_kernel<<<detail::grid_size_for(n, block), block, 0, backend.stream>>>(n, f);
   RLK_CUDA_CHECK(cudaGetLastError());  // with RLK_CUDA_SYNC_CHECK: also waits and reports a fault of this kernel
 }

@@ -147,7 +147,7 @@ struct ant {
   RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
                                                             step_info& info) {
     const Scalar x_before = s.main_body_xy[0], y_before = s.main_body_xy[1];
-    physics::data<Scalar, dims> d{};
+    physics::data<Scalar, dims> d;  // simulate() sets what the engine reads
     const int warning = detail::simulate(p.model, s, action, p.frame_skip, d);
     const Scalar ctrl_cost =
         p.ctrl_cost_weight * detail::numpy_sum<Scalar>([&](int k) { return action[k] * action[k]; }, 0, nu);
@@ -221,7 +221,8 @@ struct ant {
 
   /// What mj_forward leaves that the env reads: the main body's position; no contact forces.
   RLK_HOST_DEVICE static void after_forward(const Params& p, State& s) {
-    physics::data<Scalar, dims> d{};
+    physics::data<Scalar, dims> d;  // the kinematics read only qpos
+    detail::poison_workspace(d);
     for (int i = 0; i < nq; ++i) d.qpos[i] = s.qpos[i];
     physics::kinematics(p.model, d);
     s.main_body_xy[0] = d.xpos[p.main_body][0];

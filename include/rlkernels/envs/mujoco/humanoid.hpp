@@ -95,9 +95,12 @@ struct humanoid_common {
   /// reset) and no contact forces. qacc_warmstart and the counters are left as they are.
   RLK_HOST_DEVICE static void set_state(const physics::model<Scalar, Dims>& m, state& s, const Scalar* qpos,
                                         const Scalar* qvel) {
-    physics::data<Scalar, Dims> d{};
+    physics::data<Scalar, Dims> d;  // the stages below read only what is set here
+    poison_workspace(d);
     for (int i = 0; i < nq; ++i) d.qpos[i] = s.qpos[i] = qpos[i];
     for (int i = 0; i < nv; ++i) d.qvel[i] = s.qvel[i] = qvel[i];
+    for (int i = 0; i < nu; ++i) d.ctrl[i] = Scalar(0);
+    d.warning = physics::warning_none;
     physics::kinematics(m, d);
     physics::com_pos(m, d);
     physics::tendon(m, d);
@@ -119,7 +122,7 @@ struct humanoid_common {
   /// it was on a failure). On success the State holds what the last forward pass left.
   RLK_HOST_DEVICE static int simulate_and_keep(const physics::model<Scalar, Dims>& m, state& s, const Scalar* action,
                                                int frame_skip) {
-    physics::data<Scalar, Dims> d{};
+    physics::data<Scalar, Dims> d;  // simulate() sets what the engine reads
     const int warning = simulate(m, s, action, frame_skip, d);
     if (warning != physics::warning_none) return warning;
     physics::rne_post_constraint(m, d);

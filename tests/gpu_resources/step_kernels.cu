@@ -1,0 +1,47 @@
+// tests/gpu_resources/step_kernels.cu
+// The env step kernels whose GPU resources (registers, stack, spills) scripts/gpu_resources.py
+// reads from ptxas and checks against tests/gpu_resource_budget.txt. Compiled for sm_90 only, to a
+// cubin (device code only): nothing here runs. Each line of RLK_RESOURCE_ENVS instantiates the
+// kernel vec_env<Env, cuda_backend>::step launches (for_each_index_kernel<step_kernel<Env>>)
+// through a probe type named after the line, so that ptxas's report names the env; the probe adds
+// nothing to step_kernel, so its code and resources are the real kernel's.
+#include <rlkernels/envs/cartpole.hpp>
+#include <rlkernels/envs/mujoco/half_cheetah.hpp>
+#include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/walker2d.hpp>
+#include <rlkernels/envs/vec_env.hpp>
+
+// One line per kernel: X(name in the budget file and docs/gpu-resources.md, env type).
+// RLK_RESOURCE_ENVS: checked against the budget (the CTest); RLK_RESOURCE_MORE_ENVS: only with
+// RLK_RESOURCE_MORE=1 (scripts/gpu_resources.py --more, for docs/gpu-resources.md), reported and not
+// checked, kept out of CI because each adds about 10 s of nvcc.
+#define RLK_RESOURCE_ENVS(X)                            \
+  X(cartpole_float, rlkernels::cartpole<float>)         \
+  X(hopper_float, rlkernels::hopper<float>)             \
+  X(hopper_double, rlkernels::hopper<double>)           \
+  X(walker2d_float, rlkernels::walker2d<float>)         \
+  X(half_cheetah_float, rlkernels::half_cheetah<float>)
+#if RLK_RESOURCE_MORE
+#define RLK_RESOURCE_MORE_ENVS(X)                       \
+  X(walker2d_double, rlkernels::walker2d<double>)       \
+  X(half_cheetah_double, rlkernels::half_cheetah<double>)
+#else
+#define RLK_RESOURCE_MORE_ENVS(X)
+#endif
+
+namespace rlk_resource_probe {
+#define RLK_RESOURCE_PROBE(name, ...) \
+  struct name : rlkernels::detail::step_kernel<__VA_ARGS__> {};
+RLK_RESOURCE_ENVS(RLK_RESOURCE_PROBE)
+RLK_RESOURCE_MORE_ENVS(RLK_RESOURCE_PROBE)
+#undef RLK_RESOURCE_PROBE
+}  // namespace rlk_resource_probe
+
+// Taking each kernel's address instantiates it as for_each_index(cuda_backend, ...) does.
+#define RLK_RESOURCE_INSTANTIATE(name, ...)                                                \
+  const void* rlk_resource_kernel_##name() {                                               \
+    return reinterpret_cast<const void*>(&rlkernels::detail::for_each_index_kernel<rlk_resource_probe::name>); \
+  }
+RLK_RESOURCE_ENVS(RLK_RESOURCE_INSTANTIATE)
+RLK_RESOURCE_MORE_ENVS(RLK_RESOURCE_INSTANTIATE)
+#undef RLK_RESOURCE_INSTANTIATE
