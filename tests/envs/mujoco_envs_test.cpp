@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -1037,3 +1038,59 @@ TEST_CASE("the most contacts and rows the 3D robots need under random actions", 
   measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000);
   measure_peaks<humanoid_standup<double>>("HumanoidStandup-v5", 16, 20000);
 }
+
+// ---- the 3D robots: long rollouts, thread counts -------------------------------------------------
+
+TEMPLATE_TEST_CASE("free-joint quaternions stay unit over 10^5 physics steps", "[mujoco][envs][quaternion]", float,
+                   double) {
+  using S = TestType;
+  using Env = ant<S>;
+  const typename Env::Params p{};
+  typename Env::State s{};
+  rng gen(3, 0);
+  Env::reset(p, s, gen);
+  double worst = 0;
+  std::size_t ends = 0;
+  for (int t = 0; t < 20000; ++t) {  // x frame_skip 5 = 10^5 physics steps
+    S a[Env::nu];
+    for (int k = 0; k < Env::nu; ++k) a[k] = gen.template uniform<S>(S(-1), S(1));
+    const step_result<S> r = Env::step(p, s, a, gen);
+    const S* q = s.qpos + 3;
+    const double norm = std::sqrt(double(q[0]) * q[0] + double(q[1]) * q[1] + double(q[2]) * q[2] + double(q[3]) * q[3]);
+    worst = std::max(worst, std::abs(norm - 1.0));
+    if (r.terminated) {  // keep going from the same body: only the quaternion matters here
+      ++ends;
+      for (int i = 0; i < Env::nv; ++i) s.qvel[i] = S(0);
+      s.qpos[2] = S(0.75);
+    }
+  }
+  std::printf("Ant-v5<%s>: 10^5 physics steps with random actions (%zu unhealthy states passed through): "
+              "| |q| - 1 | at most %.3g\n", sizeof(S) == 4 ? "float" : "double", ends, worst);
+  CHECK(worst <= (sizeof(S) == 4 ? 1e-6 : 1e-14));
+  CHECK(s.unstable_steps == 0u);
+}
+
+#if defined(RLK_BACKEND_OPENMP)
+TEMPLATE_TEST_CASE("the 3D robots give the serial bits on 1 to 4 OpenMP threads", "[mujoco][envs][determinism]",
+                   ant<double>, humanoid<double>, humanoid_standup<float>) {
+  using Env = TestType;
+  using S = typename Env::scalar_type;
+  const std::size_t n = 13;
+  vec_env<Env, serial_backend> reference(serial, n, 8);
+  std::vector<std::unique_ptr<vec_env<Env, openmp_backend>>> others;
+  for (int threads = 1; threads <= 4; ++threads)
+    others.push_back(std::make_unique<vec_env<Env, openmp_backend>>(openmp_backend{threads, 0}, n, 8));
+  for (std::uint64_t t = 0; t < 60; ++t) {
+    std::vector<S> a(n * Env::nu);
+    for (std::size_t k = 0; k < a.size(); ++k) a[k] = S(Env::action_high * hash_action(7, k / Env::nu, t, int(k % Env::nu)));
+    reference.step(view<const S>(a.data(), a.size()));
+    const auto obs = reference.final_observations().to_host();
+    const auto rew = reference.rewards().to_host();
+    for (auto& o : others) {
+      o->step(view<const S>(a.data(), a.size()));
+      REQUIRE(o->final_observations().to_host() == obs);
+      REQUIRE(o->rewards().to_host() == rew);
+    }
+  }
+}
+#endif

@@ -6,8 +6,11 @@
 // through a probe type named after the line, so that ptxas's report names the env; the probe adds
 // nothing to step_kernel, so its code and resources are the real kernel's.
 #include <rlkernels/envs/cartpole.hpp>
+#include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/humanoid.hpp>
+#include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/vec_env.hpp>
 
@@ -20,11 +23,16 @@
   X(hopper_float, rlkernels::hopper<float>)             \
   X(hopper_double, rlkernels::hopper<double>)           \
   X(walker2d_float, rlkernels::walker2d<float>)         \
-  X(half_cheetah_float, rlkernels::half_cheetah<float>)
+  X(half_cheetah_float, rlkernels::half_cheetah<float>) \
+  X(ant_float, rlkernels::ant<float>)                   \
+  X(humanoid_float, rlkernels::humanoid<float>)
 #if RLK_RESOURCE_MORE
 #define RLK_RESOURCE_MORE_ENVS(X)                       \
   X(walker2d_double, rlkernels::walker2d<double>)       \
-  X(half_cheetah_double, rlkernels::half_cheetah<double>)
+  X(half_cheetah_double, rlkernels::half_cheetah<double>) \
+  X(ant_double, rlkernels::ant<double>)                   \
+  X(humanoid_double, rlkernels::humanoid<double>)         \
+  X(humanoid_standup_float, rlkernels::humanoid_standup<float>)
 #else
 #define RLK_RESOURCE_MORE_ENVS(X)
 #endif

@@ -654,6 +654,7 @@ TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constrai
   SECTION("walker2d") { run_pipeline<walker2d_case>(4, 100, 4, 5e-3); }
   SECTION("half_cheetah") { run_pipeline<half_cheetah_case>(4, 100, 5, 0.1); }
   SECTION("ant") { run_pipeline<ant_case>(4, 100, 5, 0.1); }
+  SECTION("humanoid (PGS)") { run_pipeline<humanoid_case>(4, 60, 5, 0.01); }
 }
 
 namespace {
@@ -713,5 +714,6 @@ void run_cfrc_ext(int episodes, int steps_per_episode, int frame_skip, double no
 TEST_CASE("cfrc_ext after a step equals mj_rnePostConstraint's", "[mujoco][constraint][cfrc_ext]") {
   SECTION("ant") { run_cfrc_ext<ant_case>(4, 200, 5, 0.1); }
   SECTION("hopper") { run_cfrc_ext<hopper_case>(4, 200, 4, 5e-3); }
+  SECTION("humanoid (PGS, condim-1 self-contacts)") { run_cfrc_ext<humanoid_case>(8, 40, 5, 0.01); }
   SECTION("deliberate bug") { run_cfrc_ext<ant_case>(1, 100, 5, 0.1, true); }
 }

@@ -9,6 +9,7 @@
 #include <rlkernels/envs/mujoco/models/ant.hpp>
 #include <rlkernels/envs/mujoco/models/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/models/hopper.hpp>
+#include <rlkernels/envs/mujoco/models/humanoid.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
 #include <rlkernels/physics/data.hpp>
 
@@ -56,6 +57,7 @@ struct hopper_case {
   using dims = rlkernels::models::hopper_dims;
   static constexpr const char* name = "hopper";
   static constexpr const char* xml = "hopper.xml";
+  static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::hopper<Scalar>(); }
 };
@@ -63,6 +65,7 @@ struct walker2d_case {
   using dims = rlkernels::models::walker2d_dims;
   static constexpr const char* name = "walker2d";
   static constexpr const char* xml = "walker2d_v5.xml";
+  static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::walker2d<Scalar>(); }
 };
@@ -70,6 +73,7 @@ struct half_cheetah_case {
   using dims = rlkernels::models::half_cheetah_dims;
   static constexpr const char* name = "half_cheetah";
   static constexpr const char* xml = "half_cheetah.xml";
+  static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::half_cheetah<Scalar>(); }
 };
@@ -78,8 +82,18 @@ struct ant_case {
   using dims = rlkernels::models::ant_dims;
   static constexpr const char* name = "ant";
   static constexpr const char* xml = "ant.xml";
+  static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::ant<Scalar>(); }
+};
+
+struct humanoid_case {
+  using dims = rlkernels::models::humanoid_dims;
+  static constexpr const char* name = "humanoid";
+  static constexpr const char* xml = "humanoid.xml";
+  static constexpr bool all_pairs_reachable = false;  // 126 candidate pairs, many self-contacts random motion never makes
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::humanoid<Scalar>(); }
 };
 
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator

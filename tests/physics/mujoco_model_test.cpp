@@ -39,7 +39,7 @@ struct field_checker {
 }  // namespace
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case) {
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case) {
   const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template model<double>();
@@ -171,12 +171,13 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
     rows += ours.pair_maxcon[p] * (condim == 1 ? 1 : 2 * (condim - 1));
   }
   for (int j = 0; j < m->njnt; ++j) limited += m->jnt_limited[j] ? 1 : 0;
-  CHECK(slots == M::ncon);
-  CHECK(rows + 2 * limited == M::nefc);
+  // the capacities: every contact and row the pairs can make, or less (mjcf_to_header --max-contacts/--max-rows)
+  CHECK(M::ncon <= slots);
+  CHECK(M::nefc <= rows + 2 * limited);
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case) {
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case) {
   const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);
@@ -225,5 +226,5 @@ TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[muj
   CHECK(contacts > 0);
   CHECK(unknown == 0);
   // Every candidate is a pair MuJoCo really collides (none is there by mistake).
-  CHECK(int(seen.size()) == M::npair);
+  if (TestType::all_pairs_reachable) CHECK(int(seen.size()) == M::npair);
 }

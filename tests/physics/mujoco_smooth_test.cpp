@@ -21,6 +21,7 @@ namespace ph = rlkernels::physics;
 
 using rlk_test::ant_case;
 using rlk_test::half_cheetah_case;
+using rlk_test::humanoid_case;
 using rlk_test::hopper_case;
 using rlk_test::walker2d_case;
 
@@ -172,6 +173,7 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   SECTION("walker2d") { check_forward<walker2d_case>("walker2d", "walker2d_v5.xml"); }
   SECTION("half_cheetah") { check_forward<half_cheetah_case>("half_cheetah", "half_cheetah.xml"); }
   SECTION("ant (free joint)") { check_forward<ant_case>("ant", "ant.xml"); }
+  SECTION("humanoid (free joint, fixed tendons)") { check_forward<humanoid_case>("humanoid", "humanoid.xml"); }
 }
 
 TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {
@@ -194,6 +196,9 @@ TEST_CASE("constraint-free trajectories agree with mj_step", "[mujoco][smooth]")
   }
   SECTION("ant (RK4, free joint)") {
     compare_trajectory<ant_case>("ant", "ant.xml", 500, 20, &early, &all);
+  }
+  SECTION("humanoid (RK4)") {
+    compare_trajectory<humanoid_case>("humanoid", "humanoid.xml", 500, 20, &early, &all);
   }
   CHECK(early <= 1e-12);
   CHECK(all <= 1e-9);

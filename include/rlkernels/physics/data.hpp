@@ -77,7 +77,7 @@ struct data {
   Scalar cdof[nv][6];           ///< com-based motion axis of each dof (rotation, translation)
   Scalar crb[nbody][10];        ///< composite rigid-body inertia
   Scalar qM[nv][nv];            ///< joint-space mass matrix, dense and symmetric, armature included
-  Scalar qLDL[nv][nv];          ///< MuJoCo's own factor M = L^T D L (mj_factorM; lower triangle: L's strict part, D on the diagonal): solve_inertia()
+  Scalar qLDL[nv][nv];          ///< MuJoCo's own factor M = L^T D L (mj_factorM; lower triangle: L's strict part, D on the diagonal): solve_inertia(); after an Euler step with implicit damping, the factor of M + h diag(damping)
   Scalar qLDiagInv[nv];         ///< 1 / D of qLDL
   Scalar ten_length[ntendon_];  ///< tendon lengths (fixed tendons: sum of coef * qpos)
   Scalar ten_J[ntendon_][nv];   ///< tendon Jacobians (dense; MuJoCo stores them sparse)

@@ -169,14 +169,16 @@ RLK_HOST_DEVICE void euler(const model<S, D>& m, data<S, D>& d) {
   if (!damped) {
     for (int i = 0; i < nv; ++i) qacc[i] = d.qacc[i];
   } else {
-    S qH[nv][nv];
+    // M + h diag(damping), factorised where M's factor was: the step needs M's no more (MuJoCo
+    // keeps both, in qLD and qH; here qLDL holds H's factor after such a step), and a GPU thread's
+    // stack needs no second nv x nv matrix
+    auto& qH = d.qLDL;
     for (int i = 0; i < nv; ++i)
       for (int j = 0; j < nv; ++j) qH[i][j] = d.qM[i][j];
     for (int i = 0; i < nv; ++i) qH[i][i] += m.timestep * m.dof_damping[i];
-    S qHDiagInv[nv];
-    ldl_factor_tree(qH, qHDiagInv, m.dof_parentid);
+    ldl_factor_tree(qH, d.qLDiagInv, m.dof_parentid);
     for (int i = 0; i < nv; ++i) qacc[i] = d.qfrc_smooth[i] + d.qfrc_constraint[i];
-    ldl_solve_tree(qH, qHDiagInv, m.dof_parentid, qacc);
+    ldl_solve_tree(qH, d.qLDiagInv, m.dof_parentid, qacc);
   }
   advance(m, d, qacc, static_cast<const S*>(nullptr));
 }

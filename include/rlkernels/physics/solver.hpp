@@ -450,18 +450,42 @@ struct pcg32 {
   }
 };
 
-/// The state of one PGS solve. AR alone is nefc^2 scalars for the model's nefc row slots
-/// (46 KB in double for HalfCheetah's 76): it lives on the stack of the solving thread only
-/// for the duration of the solve.
+/// The state of one PGS solve. AR, symmetric, keeps its lower triangle only, row by row:
+/// nefc (nefc + 1) / 2 scalars for the model's nefc row capacity (3.3 KB in float for Humanoid's
+/// 40), on the stack of the solving thread for the duration of the solve.
 template <class Scalar, class Dims>
 struct pgs_context {
   static constexpr int nefc_ = data<Scalar, Dims>::nefc_;
-  Scalar AR[nefc_][nefc_];       // J M^-1 J' + diag(R) (MuJoCo's efc_AR, dense)
+  Scalar AR[nefc_ * (nefc_ + 1) / 2];  // J M^-1 J' + diag(R) (MuJoCo's efc_AR), lower triangle packed by rows
   Scalar ARinv[nefc_];           // 1 / diag(AR)
   Scalar b[nefc_];               // J qacc_smooth - aref (MuJoCo's efc_b)
   Scalar force_prev[nefc_];      // the forces before the last momentum step
   Scalar force_momentum[nefc_];  // the forces after it (the sweep's start)
   int order[nefc_];              // the order of the sweep, reshuffled in place every iteration
+
+  /// Entry (i, k) of AR (either triangle).
+  RLK_INLINE Scalar ar(int i, int k) const { return i >= k ? AR[i * (i + 1) / 2 + k] : AR[k * (k + 1) / 2 + i]; }
+  /// Row i of AR times f over n entries, in MuJoCo's mju_dot order (as mj_dot on the dense row).
+  RLK_INLINE Scalar row_dot(int i, const Scalar* f, int n) const {
+    Scalar r0 = Scalar(0), r1 = Scalar(0), r2 = Scalar(0), r3 = Scalar(0);
+    int k = 0;
+    for (; k <= n - 4; k += 4) {
+      r0 += ar(i, k) * f[k];
+      r1 += ar(i, k + 1) * f[k + 1];
+      r2 += ar(i, k + 2) * f[k + 2];
+      r3 += ar(i, k + 3) * f[k + 3];
+    }
+    Scalar r = (r0 + r2) + (r1 + r3);
+    const int rest = n - k;
+    if (rest == 3) {
+      r += ar(i, k) * f[k] + ar(i, k + 1) * f[k + 1] + ar(i, k + 2) * f[k + 2];
+    } else if (rest == 2) {
+      r += ar(i, k) * f[k] + ar(i, k + 1) * f[k + 1];
+    } else if (rest == 1) {
+      r += ar(i, k) * f[k];
+    }
+    return r;
+  }
 };
 
 /// AR = Y Y' + diag(R) with Y = J L^-T D^-1/2 from MuJoCo's factor M = L' D L (mj_makeY's dense
@@ -489,16 +513,15 @@ RLK_INLINE void pgs_make_AR(const model<Scalar, Dims>& m, const data<Scalar, Dim
     for (int r = 0; r < nefc; ++r) Y[r][i] *= s;
   }
   for (int i = 0; i < nefc; ++i) {
-    for (int k = 0; k <= i; ++k) c.AR[i][k] = Scalar(0);
+    Scalar* row = c.AR + i * (i + 1) / 2;
+    for (int k = 0; k <= i; ++k) row[k] = Scalar(0);
     for (int j = 0; j < nv; ++j) {
       const Scalar t = Y[i][j];
       if (t == Scalar(0)) continue;
-      for (int k = 0; k <= i; ++k) c.AR[i][k] += Y[k][j] * t;
+      for (int k = 0; k <= i; ++k) row[k] += Y[k][j] * t;
     }
+    row[i] += d.efc_R[i];
   }
-  for (int i = 0; i < nefc; ++i)
-    for (int k = i + 1; k < nefc; ++k) c.AR[i][k] = c.AR[k][i];
-  for (int i = 0; i < nefc; ++i) c.AR[i][i] += d.efc_R[i];
 }
 
 /// efc_state as the dual solver sets it: a row with positive force is active (quadratic).
@@ -526,7 +549,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
     for (int i = 0; i < nefc; ++i) tmp[i] -= d.efc_aref[i];
     update_rows(d, tmp);
     Scalar cost = mj_dot(d.efc_force, c.b, nefc);
-    for (int i = 0; i < nefc; ++i) tmp[i] = mj_dot(c.AR[i], d.efc_force, nefc);
+    for (int i = 0; i < nefc; ++i) tmp[i] = c.row_dot(i, d.efc_force, nefc);
     cost += Scalar(0.5) * mj_dot(d.efc_force, tmp, nefc);
     if (cost > Scalar(0))
       for (int i = 0; i < nefc; ++i) d.efc_force[i] = Scalar(0);
@@ -538,7 +561,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
   Scalar* f = d.efc_force;
   const Scalar scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));  // no island scale in PGS
   for (int i = 0; i < nefc; ++i) {
-    c.ARinv[i] = Scalar(1) / c.AR[i][i];
+    c.ARinv[i] = Scalar(1) / c.ar(i, i);
     c.force_prev[i] = f[i];
     c.order[i] = i;
   }
@@ -572,7 +595,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
     Scalar improvement = Scalar(0);
     for (int s = 0; s < nefc; ++s) {
       const int i = c.order[s];
-      const Scalar res = c.b[i] + mj_dot(c.AR[i], f, nefc);
+      const Scalar res = c.b[i] + c.row_dot(i, f, nefc);
       const Scalar old = f[i];
       f[i] -= res * c.ARinv[i];
       if (f[i] < Scalar(0)) f[i] = Scalar(0);
