@@ -518,12 +518,15 @@ run_env_benchmarks() {
   # unchecked step in float (<id>) and double (<id>:double); one run per env, smallest N first, so
   # that a slow or out-of-memory size loses only itself and the bigger ones (an error row, or the
   # stage's time limit).
-  for id in Hopper-v5 Walker2d-v5 HalfCheetah-v5; do
+  for id in Hopper-v5 Walker2d-v5 HalfCheetah-v5 Ant-v5 Humanoid-v5; do
     if [[ ! -x "$b/mujoco_bench_cuda" ]]; then
       skip "bench.mujoco.$id" bench "mujoco_bench_cuda is not in this bundle"
       continue
     fi
-    stage "bench.mujoco.$id" bench 50 "$b/mujoco_bench_cuda" --rlk_batch_sizes=65536,262144,1048576,4194304 \
+    # the 3D robots at 2^14 .. 2^20 (a Humanoid env step is 20 forward passes with PGS)
+    local msizes=65536,262144,1048576,4194304
+    [[ $id == Ant-v5 || $id == Humanoid-v5 ]] && msizes=16384,65536,262144,1048576
+    stage "bench.mujoco.$id" bench 50 "$b/mujoco_bench_cuda" --rlk_batch_sizes=$msizes \
       --rlk_min_time="$t" "--benchmark_filter=^BM_vec_env_step_unchecked/$id(:double)?/" \
       --benchmark_out="$logs/bench.mujoco.$id.csv" --benchmark_out_format=csv
   done
@@ -550,6 +553,9 @@ run_trainers() {
   # PPO on HalfCheetah-v5 (its preset) for a short budget of 1M env steps: env steps/s and the
   # deterministic evaluation (20 episodes); the learning target (docs/training.md) needs 5 seeds on a host.
   stage train.ppo_halfcheetah_1m train 150 "$e/train_ppo_cuda" --backend cuda --env HalfCheetah-v5 \
+    --total-steps 1000000 --eval-episodes 20 --seed 1 --no-plot --quiet --out "$train"
+  # PPO on Ant-v5 (its preset), 1M env steps, the same way
+  stage train.ppo_ant_1m train 150 "$e/train_ppo_cuda" --backend cuda --env Ant-v5 \
     --total-steps 1000000 --eval-episodes 20 --seed 1 --no-plot --quiet --out "$train"
   stage train.sac_pendulum_10k train 120 "$e/train_sac_cuda" --backend cuda --total-steps 10000 --seed 1 --no-plot \
     --quiet --out "$train"

@@ -1,5 +1,6 @@
 // benchmarks/envs/mujoco_bench.cpp
-// Env-steps per second of the MuJoCo locomotion envs Hopper-v5, Walker2d-v5 and HalfCheetah-v5:
+// Env-steps per second of the MuJoCo locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5
+// and Humanoid-v5:
 //   - rlkernels' own envs (rlkernels::hopper<Scalar>, walker2d<Scalar>, half_cheetah<Scalar> on the
 //     physics engine in include/rlkernels/physics/) through vec_env, step and step_unchecked, in
 //     float and in double, on the backend of this build variant (OpenMP: serial_below = 0, every
@@ -11,7 +12,8 @@
 //     MujocoEnv.do_simulation does, with Gymnasium v5's episode rules (healthy checks, truncation
 //     at 1000 steps, reset with v5's reset noise followed by mj_forward, as Gymnasium's set_state).
 // An env step is frame_skip physics steps (Hopper and Walker2d 4 x 0.002 s with RK4, HalfCheetah
-// 5 x 0.01 s with implicit Euler): items_per_second counts env steps, the mj_steps_per_second
+// 5 x 0.01 s with implicit Euler, Ant 5 x 0.01 s and Humanoid 5 x 0.003 s with RK4; for these two
+// MuJoCo's rows also call mj_rnePostConstraint once per env step, as Gymnasium does): items_per_second counts env steps, the mj_steps_per_second
 // counter physics steps, and env_steps_per_second_per_thread divides by the threads that had
 // work (min(threads, N)).
 //
@@ -29,7 +31,9 @@
 #include "../bench_common.hpp"
 
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
+#include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/mujoco/humanoid.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 
 // MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
@@ -185,13 +189,23 @@ struct mj_env_spec {
   const char* xml;           ///< file in Gymnasium's assets directory
   int frame_skip;
   double reset_noise_scale;
-  bool cheetah_noise;        ///< HalfCheetah: qvel noise is reset_noise_scale * N(0, 1), not uniform
-  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's
+  bool cheetah_noise;        ///< HalfCheetah, Ant: qvel noise is reset_noise_scale * N(0, 1), not uniform
+  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's, 3 Ant's, 4 Humanoid's
 };
 
 constexpr mj_env_spec hopper_spec{"Hopper-v5", "hopper.xml", 4, 5e-3, false, 1};
 constexpr mj_env_spec walker2d_spec{"Walker2d-v5", "walker2d_v5.xml", 4, 5e-3, false, 2};
 constexpr mj_env_spec half_cheetah_spec{"HalfCheetah-v5", "half_cheetah.xml", 5, 0.1, true, 0};
+constexpr mj_env_spec ant_spec{"Ant-v5", "ant.xml", 5, 0.1, true, 3};
+constexpr mj_env_spec humanoid_spec{"Humanoid-v5", "humanoid.xml", 5, 1e-2, false, 4};
+
+/// Observation width of a spec: qpos[1:] and qvel for the planar walkers; Ant qpos[2:], qvel and
+/// cfrc_ext[1:]; Humanoid also cinert[1:], cvel[1:] and qfrc_actuator[6:].
+int mj_obs_size(const mjModel* m, int healthy) {
+  if (healthy == 3) return m->nq - 2 + m->nv + 6 * (m->nbody - 1);
+  if (healthy == 4) return m->nq - 2 + m->nv + 22 * (m->nbody - 1) + (m->nv - 6);
+  return m->nq - 1 + m->nv;
+}
 
 /// The loaded model of one spec, shared by every fixture of that env (loading takes milliseconds;
 /// never freed: it lives until the process ends).
@@ -228,7 +242,7 @@ struct mj_fixture {
   std::vector<std::vector<double>> actions;
 
   mj_fixture(std::size_t n, int warmup)
-      : num_envs(n), m(load_model(Spec)), nq(m->nq), nv(m->nv), nu(m->nu), obs_size(m->nq - 1 + m->nv), data(n, nullptr),
+      : num_envs(n), m(load_model(Spec)), nq(m->nq), nv(m->nv), nu(m->nu), obs_size(mj_obs_size(m, Spec.healthy)), data(n, nullptr),
         elapsed(n, 0), observations(n * std::size_t(obs_size)), rewards(n), episode_returns(n), episodes(n),
         length_sums(n), return_sums(n), terminated(n), truncated(n),
         actions(make_actions<double>(n, m->nu)) {
@@ -268,24 +282,84 @@ struct mj_fixture {
       return z > 0.7 && std::fabs(angle) < 0.2;
     }
     if (Spec.healthy == 2) return z > 0.8 && z < 2.0 && angle > -1.0 && angle < 1.0;  // Walker2d
+    if (Spec.healthy == 3) {  // Ant: finite, 0.2 <= z <= 1
+      for (int k = 0; k < nq; ++k)
+        if (!std::isfinite(d->qpos[k])) return false;
+      for (int k = 0; k < nv; ++k)
+        if (!std::isfinite(d->qvel[k])) return false;
+      return d->qpos[2] >= 0.2 && d->qpos[2] <= 1.0;
+    }
+    if (Spec.healthy == 4) return d->qpos[2] > 1.0 && d->qpos[2] < 2.0;  // Humanoid
     return true;
+  }
+
+  /// Ant: the torso's x; Humanoid: Gymnasium's mass_center x (from the last forward pass).
+  double forward_position(const mjData* d) const {
+    if (Spec.healthy == 3) return d->xpos[3];
+    if (Spec.healthy == 4) {
+      double num = 0, mass = 0;
+      for (int b = 0; b < m->nbody; ++b) {
+        num += m->body_mass[b] * d->xipos[3 * b];
+        mass += m->body_mass[b];
+      }
+      return num / mass;
+    }
+    return d->qpos[0];
+  }
+
+  /// Gymnasium's Ant and Humanoid step, observation and reward (after mj_rnePostConstraint).
+  double step_3d(mjData* d, double* obs, bool ok, double x_before, double ctrl_cost) {
+    mj_rnePostConstraint(m, d);
+    const double dt = m->opt.timestep * Spec.frame_skip;
+    const double v = (forward_position(d) - x_before) / dt;
+    const int nb = m->nbody;
+    double contact = 0;
+    int k = 0;
+    for (int q = 2; q < nq; ++q) obs[k++] = d->qpos[q];
+    for (int q = 0; q < nv; ++q) obs[k++] = d->qvel[q];
+    if (Spec.healthy == 3) {
+      for (int c = 0; c < 6 * nb; ++c) {
+        const double f = std::clamp(d->cfrc_ext[c], -1.0, 1.0);
+        contact += f * f;
+        if (c >= 6) obs[k++] = f;
+      }
+      return (v + (ok ? 1.0 : 0.0)) - (0.5 * ctrl_cost + 5e-4 * contact);
+    }
+    for (int c = 10; c < 10 * nb; ++c) obs[k++] = d->cinert[c];
+    for (int c = 6; c < 6 * nb; ++c) obs[k++] = d->cvel[c];
+    for (int q = 6; q < nv; ++q) obs[k++] = d->qfrc_actuator[q];
+    for (int c = 0; c < 6 * nb; ++c) {
+      contact += d->cfrc_ext[c] * d->cfrc_ext[c];
+      if (c >= 6) obs[k++] = d->cfrc_ext[c];
+    }
+    return (1.25 * v + (ok ? 5.0 : 0.0)) - (0.1 * ctrl_cost + std::min(5e-7 * contact, 10.0));
   }
 
   void step_one(std::size_t i, const double* action) {
     mjData* d = data[i];
     for (int k = 0; k < nu; ++k) d->ctrl[k] = action[k];
-    const double x_before = d->qpos[0];
+    const double x_before = forward_position(d);
     for (int f = 0; f < Spec.frame_skip; ++f) mj_step(m, d);
     const double dt = m->opt.timestep * Spec.frame_skip;
     double ctrl_cost = 0;
     for (int k = 0; k < nu; ++k) ctrl_cost += action[k] * action[k];
     const bool ok = healthy(d);
+    if (Spec.healthy >= 3) {
+      rewards[i] = step_3d(d, observations.data() + i * std::size_t(obs_size), ok, x_before, ctrl_cost);
+      finish_step(i, !ok);
+      return;
+    }
     const double healthy_reward = Spec.healthy ? (ok ? 1.0 : 0.0) : 0.0;
     rewards[i] = (d->qpos[0] - x_before) / dt + healthy_reward - (Spec.healthy ? 1e-3 : 0.1) * ctrl_cost;
     double* obs = observations.data() + i * std::size_t(obs_size);
     for (int k = 1; k < nq; ++k) obs[k - 1] = d->qpos[k];
     for (int k = 0; k < nv; ++k) obs[nq - 1 + k] = Spec.healthy ? std::clamp(d->qvel[k], -10.0, 10.0) : d->qvel[k];
-    terminated[i] = !ok;
+    finish_step(i, !ok);
+  }
+
+  /// The episode bookkeeping after a step: flags, returns, and the reset of an ended episode.
+  void finish_step(std::size_t i, bool unhealthy) {
+    terminated[i] = unhealthy;
     truncated[i] = ++elapsed[i] >= 1000;
     episode_returns[i] += rewards[i];
     if (terminated[i] || truncated[i]) {
@@ -390,6 +464,18 @@ int main(int argc, char** argv) {
     add_rlk_rows<rlk::half_cheetah<float>, rlk::half_cheetah<double>>("HalfCheetah-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<half_cheetah_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::ant<float>, rlk::ant<double>>("Ant-v5", 5, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<ant_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::humanoid<float>, rlk::humanoid<double>>("Humanoid-v5", 5, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<humanoid_spec>(n);
 #endif
   }
 #if RLK_BENCH_HAVE_MJ
