@@ -20,25 +20,30 @@ template <class S> RLK_INLINE S max_value() { return S(1e10); }
 /// Dot product in MuJoCo's order of additions (mju_dot: four partial sums over blocks of 4,
 /// combined as (0 + 2) + (1 + 3), then the remaining 1-3 products): the solver's sums then round
 /// exactly as MuJoCo's.
-template <class S> RLK_INLINE S mj_dot(const S* a, const S* b, int n) {
+/// The same with a(i) giving a's entries (for a matrix stored otherwise, e.g. a packed triangle).
+template <class S, class A> RLK_INLINE S mj_dot_by(const A& a, const S* b, int n) {
   S r0 = S(0), r1 = S(0), r2 = S(0), r3 = S(0);
   int i = 0;
   for (; i <= n - 4; i += 4) {
-    r0 += a[i] * b[i];
-    r1 += a[i + 1] * b[i + 1];
-    r2 += a[i + 2] * b[i + 2];
-    r3 += a[i + 3] * b[i + 3];
+    r0 += a(i) * b[i];
+    r1 += a(i + 1) * b[i + 1];
+    r2 += a(i + 2) * b[i + 2];
+    r3 += a(i + 3) * b[i + 3];
   }
   S r = (r0 + r2) + (r1 + r3);
   const int rest = n - i;
   if (rest == 3) {
-    r += a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2];
+    r += a(i) * b[i] + a(i + 1) * b[i + 1] + a(i + 2) * b[i + 2];
   } else if (rest == 2) {
-    r += a[i] * b[i] + a[i + 1] * b[i + 1];
+    r += a(i) * b[i] + a(i + 1) * b[i + 1];
   } else if (rest == 1) {
-    r += a[i] * b[i];
+    r += a(i) * b[i];
   }
   return r;
+}
+
+template <class S> RLK_INLINE S mj_dot(const S* a, const S* b, int n) {
+  return mj_dot_by<S>([a](int i) { return a[i]; }, b, n);
 }
 
 template <class S> RLK_INLINE S dot3(const S* a, const S* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }

@@ -467,24 +467,7 @@ struct pgs_context {
   RLK_INLINE Scalar ar(int i, int k) const { return i >= k ? AR[i * (i + 1) / 2 + k] : AR[k * (k + 1) / 2 + i]; }
   /// Row i of AR times f over n entries, in MuJoCo's mju_dot order (as mj_dot on the dense row).
   RLK_INLINE Scalar row_dot(int i, const Scalar* f, int n) const {
-    Scalar r0 = Scalar(0), r1 = Scalar(0), r2 = Scalar(0), r3 = Scalar(0);
-    int k = 0;
-    for (; k <= n - 4; k += 4) {
-      r0 += ar(i, k) * f[k];
-      r1 += ar(i, k + 1) * f[k + 1];
-      r2 += ar(i, k + 2) * f[k + 2];
-      r3 += ar(i, k + 3) * f[k + 3];
-    }
-    Scalar r = (r0 + r2) + (r1 + r3);
-    const int rest = n - k;
-    if (rest == 3) {
-      r += ar(i, k) * f[k] + ar(i, k + 1) * f[k + 1] + ar(i, k + 2) * f[k + 2];
-    } else if (rest == 2) {
-      r += ar(i, k) * f[k] + ar(i, k + 1) * f[k + 1];
-    } else if (rest == 1) {
-      r += ar(i, k) * f[k];
-    }
-    return r;
+    return mj_dot_by<Scalar>([this, i](int k) { return ar(i, k); }, f, n);
   }
 };
 

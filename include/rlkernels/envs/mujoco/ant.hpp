@@ -149,12 +149,11 @@ struct ant {
     const Scalar x_before = s.main_body_xy[0], y_before = s.main_body_xy[1];
     physics::data<Scalar, dims> d;  // simulate() sets what the engine reads
     const int warning = detail::simulate(p.model, s, action, p.frame_skip, d);
-    const Scalar ctrl_cost =
-        p.ctrl_cost_weight * detail::numpy_sum<Scalar>([&](int k) { return action[k] * action[k]; }, 0, nu);
+    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);
     const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
     info.reward_ctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s, warning);
+      detail::count_failed_step(s, warning);
       fill_positions(s, info);
       info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
       return {-ctrl_cost, true};

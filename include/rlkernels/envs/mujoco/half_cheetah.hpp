@@ -90,7 +90,7 @@ struct half_cheetah {
     info.x_position = s.qpos[0];
     info.reward_ctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s, warning);
+      detail::count_failed_step(s, warning);
       info.x_velocity = info.reward_forward = Scalar(0);
       return {-ctrl_cost, true};
     }

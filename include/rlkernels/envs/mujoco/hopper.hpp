@@ -114,7 +114,7 @@ struct hopper {
     info.z_distance_from_origin = s.qpos[1] - p.model.qpos0[1];
     info.reward_ctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s, warning);
+      detail::count_failed_step(s, warning);
       info.x_velocity = info.reward_forward = info.reward_survive = Scalar(0);
       return {-ctrl_cost, true};
     }

@@ -140,11 +140,6 @@ struct humanoid_common {
         0, 6 * nbody);
   }
 
-  /// np.sum(np.square(ctrl)): the raw action (MuJoCo keeps ctrl unclamped).
-  RLK_HOST_DEVICE static Scalar ctrl_square_sum(const Scalar* action) {
-    return numpy_sum<Scalar>([&](int k) { return action[k] * action[k]; }, 0, nu);
-  }
-
   /// qpos[2:] (all of qpos when ExcludeCurrentPositions = false), qvel, cinert[1:], cvel[1:],
   /// qfrc_actuator[6:], cfrc_ext[1:] (each part only if included).
   RLK_HOST_DEVICE static void observe(const state& s, Scalar* obs) {
@@ -264,14 +259,14 @@ struct humanoid {
                                                             step_info& info) {
     const Scalar x_before = s.mass_center_xy[0], y_before = s.mass_center_xy[1];
     const int warning = common::simulate_and_keep(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * common::ctrl_square_sum(action);
+    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);  // ctrl: the raw action
     const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
     info.x_position = s.qpos[0];
     info.y_position = s.qpos[1];
     info.distance_from_origin = std::sqrt(s.qpos[0] * s.qpos[0] + s.qpos[1] * s.qpos[1]);
     info.reward_ctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s, warning);
+      detail::count_failed_step(s, warning);
       info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
       return {-ctrl_cost, true};
     }

@@ -85,13 +85,13 @@ struct humanoid_standup {
   RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
                                                             step_info& info) {
     const int warning = common::simulate_and_keep(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * common::ctrl_square_sum(action);
+    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);  // ctrl: the raw action
     info.x_position = s.qpos[0];
     info.y_position = s.qpos[1];
     info.z_distance_from_origin = s.qpos[2] - p.model.qpos0[2];
     info.reward_quadctrl = -ctrl_cost;
     if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_unstable_step(s, warning);
+      detail::count_failed_step(s, warning);
       info.reward_linup = info.reward_impact = Scalar(0);
       return {-ctrl_cost, true};
     }

@@ -53,15 +53,6 @@ struct mujoco_state {
 
 namespace detail {
 
-/// sum(a[k]^2) in index order (np.sum of np.square for the few components of an action: NumPy
-/// adds fewer than 8 elements in order).
-template <class Scalar>
-RLK_HOST_DEVICE Scalar sum_of_squares(const Scalar* a, int n) {
-  Scalar sum = Scalar(0);
-  for (int k = 0; k < n; ++k) sum += a[k] * a[k];
-  return sum;
-}
-
 /// np.sum of n values as NumPy adds float64 (and float32) arrays: pairwise summation. Under 8
 /// values a plain loop; up to 128, eight partial sums seeded with a[0..7] and stepping by 8,
 /// combined as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)), then the rest in order; above 128, the
@@ -88,6 +79,12 @@ RLK_HOST_DEVICE Scalar numpy_sum(const F& a, int first, int n) {
   int half = n / 2;
   half -= half % 8;
   return numpy_sum<Scalar>(a, first, half) + numpy_sum<Scalar>(a, first + half, n - half);
+}
+
+/// np.sum(np.square(a)) over n values (Gymnasium's control costs; under 8 values a plain loop).
+template <class Scalar>
+RLK_HOST_DEVICE Scalar sum_of_squares(const Scalar* a, int n) {
+  return numpy_sum<Scalar>([&](int k) { return a[k] * a[k]; }, 0, n);
 }
 
 /// The byte the test mode RLK_PHYSICS_POISON_WORKSPACE fills the workspace with.
@@ -172,9 +169,9 @@ RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, State& s, co
   return simulate(m, s, action, frame_skip, d);
 }
 
-/// One more failed step in s (saturating).
+/// One more failed step in s (saturating): a capacity overflow, or else an unstable step.
 template <class State>
-RLK_HOST_DEVICE void count_unstable_step(State& s, int warning) {
+RLK_HOST_DEVICE void count_failed_step(State& s, int warning) {
   std::uint32_t& n = (warning & (physics::warning_contact_full | physics::warning_efc_full)) ? s.capacity_overflows
                                                                                             : s.unstable_steps;
   n += n != 0xffffffffu ? 1u : 0u;
