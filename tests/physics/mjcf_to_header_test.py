@@ -33,6 +33,12 @@ for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("h
         failures.append(f"{xml}: generator failed: {r.stderr.strip()}")
     elif r.stdout != committed:
         failures.append(f"{xml}: the committed {name}.hpp differs from what the generator writes now")
+# ... and the test-only model with box geoms (from tests/reference/, included as <rlkernels/...>).
+committed = open(os.path.join(root, "tests", "physics", "models", "box_crawler.hpp")).read()
+r = run(os.path.join(root, "tests", "reference", "mujoco_box_crawler.xml"), "box_crawler", None, "--system-includes")
+if r.returncode != 0 or r.stdout != committed:
+    failures.append(f"mujoco_box_crawler.xml: the committed box_crawler.hpp differs from what the generator writes now "
+                    f"({r.stderr.strip()})")
 
 # 2. Unsupported features are refused, naming the element.
 BASE = """<mujoco>
@@ -49,8 +55,14 @@ cases = [
                                 extra=""), "joint 'shoulder'"),
     ("ball joint stiffness", dict(body='<joint name="wrist" type="ball" stiffness="2"/><geom type="sphere" size=".1"/>',
                                   extra=""), "joint 'wrist'"),
-    ("box geom", dict(body='<joint type="hinge"/><geom name="crate" type="box" size=".1 .1 .1"/>', extra=""),
-     "geom 'crate'"),
+    ("ellipsoid geom", dict(body='<joint type="hinge"/><geom name="egg" type="ellipsoid" size=".1 .1 .2"/>',
+                            extra=""), "geom 'egg'"),
+    ("box-sphere collision", dict(body='<joint type="hinge"/><geom name="crate" type="box" size=".1 .1 .1"/>'
+                                       '<body name="c"><joint type="hinge"/>'
+                                       '<geom type="sphere" size=".05" contype="0" conaffinity="0"/>'
+                                       '<body name="e"><joint type="hinge"/><geom name="marble" type="sphere" size=".1"/>'
+                                       '</body></body>', extra=""),
+     "geoms 'marble' and 'crate' can collide, but the engine has no sphere-box collision"),
     ("condim 6", dict(body='<joint type="hinge"/><geom name="ball6" type="sphere" size=".1" condim="6"/>', extra=""),
      "geom 'ball6'"),
     ("frictionloss", dict(body='<joint name="sticky" type="hinge" frictionloss="1"/><geom type="sphere" size=".1"/>',

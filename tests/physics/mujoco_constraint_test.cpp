@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -107,9 +108,9 @@ void compare_rows(const mjModel* m, const mjData* d, const physics::data<double,
 template <class Case>
 void run_case(int episodes, int steps_per_episode, int frame_skip, double noise, bool print) {
   using Dims = typename Case::dims;
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
-  const auto mj_tight_model = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj_tight_model = load_mj_model(model_file(Case::xml));
   mjModel* mt = mj_tight_model.get();
   mt->opt.tolerance = 1e-15;
   mt->opt.iterations = 1000;
@@ -120,7 +121,7 @@ void run_case(int episodes, int steps_per_episode, int frame_skip, double noise,
   const int trunc_iter[ntrunc] = {1, 1, 2}, trunc_ls[ntrunc] = {2, 4, 7};
   mj_model_ptr mj_trunc[ntrunc];
   for (int k = 0; k < ntrunc; ++k) {
-    mj_trunc[k] = load_mj_model(gymnasium_asset(Case::xml));
+    mj_trunc[k] = load_mj_model(model_file(Case::xml));
     mj_trunc[k]->opt.iterations = trunc_iter[k];
     mj_trunc[k]->opt.ls_iterations = trunc_ls[k];
   }
@@ -258,6 +259,7 @@ TEST_CASE("collision, constraint rows and Newton solve equal MuJoCo along random
   SECTION("walker2d") { run_case<walker2d_case>(6, 150, 4, 5e-3, true); }
   SECTION("half_cheetah") { run_case<half_cheetah_case>(6, 120, 5, 0.1, true); }
   SECTION("ant") { run_case<ant_case>(6, 150, 5, 0.1, true); }
+  SECTION("box_crawler") { run_case<box_crawler_case>(6, 150, 2, 0.1, true); }
 }
 
 namespace {
@@ -269,9 +271,9 @@ namespace {
 template <class Case>
 void run_perturbed(int episodes, int steps_per_episode, int frame_skip, double noise, double size) {
   using Dims = typename Case::dims;
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
-  const auto mj_solve_model = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj_solve_model = load_mj_model(model_file(Case::xml));
   mjModel* ms = mj_solve_model.get();
   ms->opt.disableflags |= mjDSBL_ISLAND;
   const auto sim = make_mj_data(m);
@@ -499,6 +501,99 @@ TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules"
   CHECK(err <= 1e-12);
 }
 
+TEST_CASE("plane-box contacts equal MuJoCo's from random poses", "[mujoco][constraint][box]") {
+  // The box crawler (boxes and a capsule against a floor and a tilted ramp) in random poses: any
+  // orientation, or (one pose in three) a multiple of 90 degrees about each axis, so that a face
+  // lies flat and four or more corners tie; heights from deep in the floor to above the margins.
+  using Dims = box_crawler_case::dims;
+  const auto mj = load_mj_model(model_file(box_crawler_case::xml));
+  mjModel* m = mj.get();
+  const auto dd = make_mj_data(m);
+  mjData* d = dd.get();
+  constexpr auto ours = box_crawler_case::model<double>();
+  auto o_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *o_ptr;
+  test_rng rng(4242);
+  double err = 0;
+  long contacts = 0, box_contacts = 0, four = 0, excluded = 0, ramp = 0, flat = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    mj_resetData(m, d);
+    d->qpos[0] = rng.uniform(-0.4, 1.0);
+    d->qpos[1] = rng.uniform(-0.2, 0.2);
+    double q[4];
+    if (trial % 3 == 0) {  // axis-aligned: a product of quarter turns about x, y and z
+      const double h = std::sqrt(0.5);
+      double r[4] = {1, 0, 0, 0};
+      for (int axis = 0; axis < 3; ++axis) {
+        for (int turns = int(rng.uniform(0, 4)); turns > 0; --turns) {
+          double t[4] = {h, 0, 0, 0};
+          t[1 + axis] = h;
+          double p[4];
+          mju_mulQuat(p, r, t);
+          for (int k = 0; k < 4; ++k) r[k] = p[k];
+        }
+      }
+      for (int k = 0; k < 4; ++k) q[k] = r[k];
+      ++flat;
+    } else {
+      double n = 0;
+      for (int k = 0; k < 4; ++k) {
+        q[k] = rng.uniform(-1, 1);
+        n += q[k] * q[k];
+      }
+      for (int k = 0; k < 4; ++k) q[k] /= std::sqrt(n);
+    }
+    for (int k = 0; k < 4; ++k) d->qpos[3 + k] = q[k];
+    // resting on the floor (the flat poses at exactly the half height of a box axis), or anywhere
+    const double half[3] = {0.05, 0.1, 0.2};
+    d->qpos[2] = trial % 3 == 0 && trial % 2 == 0 ? half[int(rng.uniform(0, 3))] + rng.uniform(-0.004, 0.004)
+                                                  : rng.uniform(-0.1, 0.4);
+    d->qpos[7] = rng.uniform(-1.5, 1.5);
+    d->qpos[8] = rng.uniform(-1.5, 1.5);
+    mj_kinematics(m, d);
+    mj_collision(m, d);
+    o.ncon = 0;
+    for (int g = 0; g < m->ngeom; ++g) {
+      for (int k = 0; k < 3; ++k) o.geom_xpos[g][k] = d->geom_xpos[3 * g + k];
+      for (int k = 0; k < 9; ++k) o.geom_xmat[g][k] = d->geom_xmat[9 * g + k];
+    }
+    physics::collide(ours, o);
+    INFO("trial " << trial);
+    REQUIRE(o.warning == 0);
+    REQUIRE(o.ncon == d->ncon);
+    std::map<std::pair<int, int>, int> per_pair;
+    for (int i = 0; i < d->ncon; ++i) {  // the same contacts in the same order
+      const mjContact& c = d->contact[i];
+      const auto& oc = o.con[i];
+      REQUIRE(oc.geom1 == c.geom[0]);
+      REQUIRE(oc.geom2 == c.geom[1]);
+      REQUIRE(oc.dim == c.dim);
+      REQUIRE(oc.exclude == (c.exclude != 0));
+      err = std::max(err, scaled_error(oc.dist, c.dist));
+      err = std::max(err, scaled_error(oc.includemargin, c.includemargin));
+      for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
+      for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
+      for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
+      for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
+      for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+      const bool is_box = m->geom_type[c.geom[1]] == mjGEOM_BOX;
+      box_contacts += is_box;
+      ramp += c.geom[0] == 1;
+      excluded += oc.exclude;
+      if (is_box) four += ++per_pair[{c.geom[0], c.geom[1]}] == 4;
+    }
+    contacts += d->ncon;
+  }
+  std::printf("[constraint] plane-box: 20000 poses (%ld axis-aligned), %ld contacts (%ld of boxes, %ld on the ramp, "
+              "%ld in the gap), %ld box-plane pairs at the 4-contact cap; max error %.3g\n",
+              flat, contacts, box_contacts, ramp, excluded, four, err);
+  CHECK(box_contacts > 10000);
+  CHECK(ramp > 1000);
+  CHECK(excluded > 50);
+  CHECK(four > 1000);
+  CHECK(err == 0);
+}
+
 namespace {
 
 /// Far from the trajectories: random joint angles, bodies driven deep into the floor, large
@@ -506,7 +601,7 @@ namespace {
 template <class Case>
 void run_extreme(int states, double depth, double speed) {
   using Dims = typename Case::dims;
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
   const auto d = make_mj_data(m);
   const auto ours = Case::template model<double>();
@@ -575,9 +670,9 @@ namespace {
 template <class Case>
 void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double noise) {
   using Dims = typename Case::dims;
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
-  const auto mj_tight = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj_tight = load_mj_model(model_file(Case::xml));
   mjModel* mt = mj_tight.get();
   mt->opt.tolerance = 1e-15;
   mt->opt.iterations = 1000;
@@ -655,6 +750,7 @@ TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constrai
   SECTION("half_cheetah") { run_pipeline<half_cheetah_case>(4, 100, 5, 0.1); }
   SECTION("ant") { run_pipeline<ant_case>(4, 100, 5, 0.1); }
   SECTION("humanoid (PGS)") { run_pipeline<humanoid_case>(4, 60, 5, 0.01); }
+  SECTION("box_crawler") { run_pipeline<box_crawler_case>(4, 100, 2, 0.1); }
 }
 
 namespace {
@@ -664,7 +760,7 @@ namespace {
 template <class Case>
 void run_cfrc_ext(int episodes, int steps_per_episode, int frame_skip, double noise, bool deliberate_bug = false) {
   using Dims = typename Case::dims;
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
   const auto sim = make_mj_data(m);
   const auto ours = Case::template model<double>();

@@ -13,6 +13,8 @@
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
 #include <rlkernels/physics/data.hpp>
 
+#include "physics/models/box_crawler.hpp"  // generated from tests/reference/mujoco_box_crawler.xml
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -34,8 +36,12 @@ struct mj_data_deleter {
 using mj_model_ptr = std::unique_ptr<mjModel, mj_model_deleter>;
 using mj_data_ptr = std::unique_ptr<mjData, mj_data_deleter>;
 
-/// Path of a model file in Gymnasium's asset directory.
-inline std::string gymnasium_asset(const std::string& file) { return std::string(RLK_GYMNASIUM_ASSETS) + "/" + file; }
+/// Path of a model file: the test-only models (mujoco_*.xml) are in tests/reference/, the others in
+/// Gymnasium's asset directory.
+inline std::string model_file(const std::string& file) {
+  if (file.rfind("mujoco_", 0) == 0) return std::string(RLK_REFERENCE_DIR) + "/" + file;
+  return std::string(RLK_GYMNASIUM_ASSETS) + "/" + file;
+}
 
 /// Compiles an MJCF file with MuJoCo; fails the test with MuJoCo's message if it cannot.
 inline mj_model_ptr load_mj_model(const std::string& path) {
@@ -94,6 +100,17 @@ struct humanoid_case {
   static constexpr bool all_pairs_reachable = false;  // 126 candidate pairs, many self-contacts random motion never makes
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::humanoid<Scalar>(); }
+};
+
+/// A test-only robot for the plane-box collider: a free box hull with a capsule mast and two
+/// hinged box flippers over a floor and a tilted ramp (tests/reference/mujoco_box_crawler.xml).
+struct box_crawler_case {
+  using dims = rlkernels::models::box_crawler_dims;
+  static constexpr const char* name = "box_crawler";
+  static constexpr const char* xml = "mujoco_box_crawler.xml";
+  static constexpr bool all_pairs_reachable = true;
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::box_crawler<Scalar>(); }
 };
 
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator

@@ -39,8 +39,8 @@ struct field_checker {
 }  // namespace
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case, humanoid_case) {
-  const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case) {
+  const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template model<double>();
   using M = std::remove_const_t<decltype(ours)>;
@@ -177,8 +177,8 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case, humanoid_case) {
-  const auto mj = load_mj_model(gymnasium_asset(TestType::xml));
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case) {
+  const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);
   mjData* d = d_ptr.get();

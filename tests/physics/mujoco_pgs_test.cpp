@@ -40,10 +40,10 @@ constexpr pgs_variant pgs_variants[] = {
 template <class Case>
 void run_pgs_solver(int episodes, int steps_per_episode, int frame_skip, double noise, double perturb) {
   using Dims = physics::dims_with_pgs<typename Case::dims>;  // room for PGS in the workspace
-  const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj = load_mj_model(model_file(Case::xml));
   mjModel* m = mj.get();
   m->opt.solver = mjSOL_PGS;  // the trajectory: PGS with the model's settings, so warm starts are PGS's
-  const auto mj_solve = load_mj_model(gymnasium_asset(Case::xml));
+  const auto mj_solve = load_mj_model(model_file(Case::xml));
   mjModel* ms = mj_solve.get();
   ms->opt.solver = mjSOL_PGS;
   const auto sim = make_mj_data(m);
@@ -176,7 +176,7 @@ template <class Case>
 void run_pgs_trajectories(int episodes, int steps, int frame_skip, double noise) {
   using Dims = physics::dims_with_pgs<typename Case::dims>;  // room for PGS in the workspace
   for (int integ = 0; integ < 2; ++integ) {
-    const auto mj = load_mj_model(gymnasium_asset(Case::xml));
+    const auto mj = load_mj_model(model_file(Case::xml));
     mjModel* m = mj.get();
     m->opt.solver = mjSOL_PGS;
     auto ours = physics::rebind<Dims>(Case::template model<double>());

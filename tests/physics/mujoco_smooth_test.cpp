@@ -25,7 +25,7 @@ using rlk_test::humanoid_case;
 using rlk_test::hopper_case;
 using rlk_test::walker2d_case;
 
-rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::gymnasium_asset(file)); }
+rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
 // The generated model of a case, on the heap (a test's stack need not hold it).
 template <class Case, class S = double>

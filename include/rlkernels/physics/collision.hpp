@@ -1,7 +1,7 @@
 // rlkernels/physics/collision.hpp
 // Narrow-phase collision over the model's fixed list of candidate pairs: MuJoCo's mj_collision for
-// planes, spheres and capsules (its primitive colliders, margin/gap rules, contact-parameter mixing
-// and contact frames), one env per thread, no allocation.
+// planes, spheres, capsules and boxes on planes (its primitive colliders, margin/gap rules,
+// contact-parameter mixing and contact frames), one env per thread, no allocation.
 #pragma once
 
 #include "../core/config.hpp"
@@ -22,6 +22,10 @@ struct pre_contact {
   S normal[3];
   S tangent[3];
 };
+
+/// The most contacts one candidate pair makes (plane-box: 4 corners; see collide_plane_box).
+constexpr int max_contacts_plane_box = 4;
+constexpr int max_contacts_per_pair = 4;
 
 /// z axis (third column) of a row-major rotation matrix.
 template <class S> RLK_INLINE void mat_zaxis(S* r, const S* mat) { r[0] = mat[2]; r[1] = mat[5]; r[2] = mat[8]; }
@@ -89,6 +93,40 @@ RLK_INLINE int collide_plane_capsule(pre_contact<S>* con, S margin, const S* pos
   if (n1) copy3(con[0].tangent, axis);
   if (n2) copy3(con[n1].tangent, axis);
   return n1 + n2;
+}
+
+/// Plane against a box (half sizes size2): MuJoCo's mjc_PlaneBox. The corners are visited in
+/// MuJoCo's order (corner i has +size on axis k when bit k of i is set); a corner counts when it is
+/// within the margin of the plane and on the plane's side of the box centre (its offset from the
+/// centre points into the plane); the contact sits halfway between the corner and the plane. The
+/// first 4 such corners are kept, as MuJoCo keeps them.
+template <class S>
+RLK_INLINE int collide_plane_box(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, const S* pos2,
+                                 const S* mat2, const S* size2) {
+  S normal[3];
+  mat_zaxis(normal, mat1);
+  S dif[3];
+  sub3(dif, pos2, pos1);
+  const S dist = dot3(dif, normal);
+  int n = 0;
+  for (int i = 0; i < 8; ++i) {
+    const S local[3] = {(i & 1) ? size2[0] : -size2[0], (i & 2) ? size2[1] : -size2[1],
+                        (i & 4) ? size2[2] : -size2[2]};
+    S corner[3];
+    mul_mat_vec3(corner, mat2, local);
+    const S ldist = dot3(normal, corner);
+    if (dist + ldist > margin || ldist > S(0)) continue;
+    pre_contact<S>& c = con[n];
+    c.dist = dist + ldist;
+    copy3(c.normal, normal);
+    S shift[3];
+    scale3(shift, normal, -c.dist / S(2));
+    corner[0] += pos2[0]; corner[1] += pos2[1]; corner[2] += pos2[2];
+    add3(c.pos, corner, shift);
+    c.tangent[0] = c.tangent[1] = c.tangent[2] = S(0);
+    if (++n == max_contacts_plane_box) break;
+  }
+  return n;
 }
 
 /// Sphere against a capsule: the sphere against the nearest point of the capsule's segment.
@@ -233,7 +271,8 @@ RLK_INLINE void contact_params(const model<Scalar, Dims>& m, int g1, int g2, con
   for (int i = 0; i < 5; ++i) c.friction[i] = f5[i] > Scalar(1e-5) ? f5[i] : Scalar(1e-5);
 }
 
-/// Runs the collider for geom types t1 <= t2; returns the number of pre-contacts (<= 2).
+/// Runs the collider for geom types t1 <= t2; returns the number of pre-contacts
+/// (<= max_contacts_per_pair).
 template <class Scalar, class Dims>
 RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, int g1, int g2,
                             Scalar margin, pre_contact<Scalar>* pc) {
@@ -245,6 +284,7 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
   if (t1 == geom_type::plane) {
     if (t2 == geom_type::sphere) return collide_plane_sphere_raw(pc, margin, pos1, mat1, pos2, m.geom_size[g2][0]);
     if (t2 == geom_type::capsule) return collide_plane_capsule(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
+    if (t2 == geom_type::box) return collide_plane_box(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
     return 0;  // plane-plane: MuJoCo has no collider
   }
   if (t1 == geom_type::sphere) {
@@ -280,7 +320,7 @@ RLK_HOST_DEVICE void collide(const model<Scalar, Dims>& m, data<Scalar, Dims>& d
     }
     const Scalar margin = m.geom_margin[g1] + m.geom_margin[g2];
     const Scalar gap = m.geom_gap[g1] + m.geom_gap[g2];
-    detail::pre_contact<Scalar> pc[2];
+    detail::pre_contact<Scalar> pc[detail::max_contacts_per_pair];
     const int n = detail::narrow_phase(m, d, g1, g2, margin + gap, pc);
     if (n == 0) continue;
     if (d.ncon + n > Dims::ncon) {

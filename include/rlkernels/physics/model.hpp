@@ -23,7 +23,7 @@ namespace physics {
 enum class joint_type : int { free = 0, ball = 1, slide = 2, hinge = 3 };
 
 /// Geom types, numbered as MuJoCo's mjtGeom (the subset the collision functions support).
-enum class geom_type : int { plane = 0, sphere = 2, capsule = 3 };
+enum class geom_type : int { plane = 0, sphere = 2, capsule = 3, box = 6 };
 
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
