@@ -2,7 +2,8 @@
 """rlkernels against the CPU baselines users run today, on this machine, in one invocation.
 
 Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1, MinAtar Breakout and the MuJoCo
-locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5 over a sweep of batch sizes N, for:
+locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5 and Humanoid-v5 over a sweep of batch
+sizes N, for:
 
   rlkernels      vec_env::step on the serial, OpenMP and (with an NVIDIA GPU) CUDA backends, from
                  the Google Benchmark binaries cartpole_bench / classic_control_bench / grid_bench;
@@ -88,6 +89,10 @@ ENVS = {
     "HalfCheetah-v5": dict(binary="mujoco_bench", row_env="HalfCheetah-v5", gym_id="HalfCheetah-v5",
                            envpool_id="HalfCheetah-v4", envpool_v5_id="HalfCheetah-v5", minatar=None,
                            actions=("continuous", 6, -1.0, 1.0), mujoco=True),
+    "Ant-v5": dict(binary="mujoco_bench", row_env="Ant-v5", gym_id="Ant-v5", envpool_id="Ant-v4",
+                   envpool_v5_id="Ant-v5", minatar=None, actions=("continuous", 8, -1.0, 1.0), mujoco=True),
+    "Humanoid-v5": dict(binary="mujoco_bench", row_env="Humanoid-v5", gym_id="Humanoid-v5", envpool_id="Humanoid-v4",
+                        envpool_v5_id="Humanoid-v5", minatar=None, actions=("continuous", 17, -0.4, 0.4), mujoco=True),
 }
 MUJOCO_ENVS = [e for e, spec in ENVS.items() if spec.get("mujoco")]
 
