@@ -740,7 +740,9 @@ TEST_CASE("the registry knows HalfCheetah-v5, Hopper-v5 and Walker2d-v5 with Gym
 namespace {
 
 /// One whole episode per index under the uniform random policy, with rlkernels' own random
-/// streams: reset (the env's reset noise) and actions U(-1, 1) from rng(seed, i).
+/// streams: reset (the env's reset noise) and actions uniform on the action space from rng(seed, i),
+/// as action_space.sample() draws them ([-1, 1] for the walkers and Ant, [-0.4, 0.4] for the
+/// Humanoids).
 template <class Env>
 struct random_episode_kernel {
   typename Env::Params params;
@@ -756,7 +758,7 @@ struct random_episode_kernel {
     std::int32_t t = 0;
     S a[Env::nu];
     while (t < params.max_episode_steps) {
-      for (int k = 0; k < Env::nu; ++k) a[k] = gen.template uniform<S>(S(-1), S(1));
+      for (int k = 0; k < Env::nu; ++k) a[k] = gen.template uniform<S>(Env::action_low, Env::action_high);
       const step_result<S> r = Env::step(params, s, a, gen);
       ret += double(r.reward);
       ++t;
@@ -816,8 +818,8 @@ void check_random_policy_statistics(const char* id, const char* scalar_name) {
               id, scalar_name, n, mean_len, gym_len, mean_ret, gym_ret, ks_len.p_value, ks_ret.p_value,
               welch_len.p_value, welch_ret.p_value);
   // The same MDP with independent random streams: no test may reject at the 0.1% level (the
-  // samples are fixed by the seeds, so this is deterministic). HalfCheetah's episodes all last
-  // 1000 steps: only its returns carry information.
+  // samples are fixed by the seeds, so this is deterministic). HalfCheetah's and HumanoidStandup's
+  // episodes all last 1000 steps: only their returns carry information.
   CHECK(ks_ret.p_value > 1e-3);
   CHECK(welch_ret.p_value > 1e-3);
   if (gym_len < 999) {
@@ -831,9 +833,10 @@ void check_random_policy_statistics(const char* id, const char* scalar_name) {
 }  // namespace
 
 // Hidden ([.]): CTest runs the [statistics] cases once, as mujoco_envs_test_statistics (OpenMP
-// variant; not under the sanitizers, where their ~2 * 10^6 env steps took minutes).
+// variant; not under the sanitizers, where their ~3 * 10^6 env steps take many minutes).
 TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are distributed as Gymnasium's",
-                   "[.][mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec) {
+                   "[.][mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec,
+                   humanoid_spec, humanoid_standup_spec) {
   check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double");
   check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float");
 }
@@ -919,6 +922,9 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
   check_trained_policy_statistics<walker2d<float>>("Walker2d-v5", "mujoco_walker2d_v5_policy.txt", "float", 400);
   check_trained_policy_statistics<hopper<double>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "double", 400);
   check_trained_policy_statistics<hopper<float>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "float", 400);
+  // An Ant step, with its 256-256 policy, costs about four walker steps: fewer episodes.
+  check_trained_policy_statistics<ant<double>>("Ant-v5", "mujoco_ant_v5_policy.txt", "double", 200);
+  check_trained_policy_statistics<ant<float>>("Ant-v5", "mujoco_ant_v5_policy.txt", "float", 200);
 }
 
 // ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------

@@ -18,7 +18,12 @@ import numpy as np
 assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {mujoco.__version__}"
 assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
 
-EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 200}
+# Enough episodes for the two-sample tests to see a small change, few enough that each env costs the
+# C++ test a minute at most: random Hopper, Walker2d and Humanoid episodes end after a few dozen
+# steps, Ant's after ~160 on average (most by jumping above the healthy z range), HalfCheetah's and
+# HumanoidStandup's all run 1000 steps.
+EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 200,
+            "Ant-v5": 1000, "Humanoid-v5": 2000, "HumanoidStandup-v5": 100}
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mujoco_random_policy_stats.csv")
 with open(out, "w") as f:
     f.write("env,episode,length,return,terminated\n")
