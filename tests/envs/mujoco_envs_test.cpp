@@ -1042,7 +1042,10 @@ void measure_peaks(const char* id, std::size_t n, std::uint64_t steps) {
 
 }  // namespace
 
-TEST_CASE("the most contacts and rows the 3D robots need under random actions", "[.][capacity-measure]") {
+TEST_CASE("the most contacts and rows the robots need under random actions", "[.][capacity-measure]") {
+  measure_peaks<hopper<double>>("Hopper-v5", 16, 20000);
+  measure_peaks<walker2d<double>>("Walker2d-v5", 16, 20000);
+  measure_peaks<half_cheetah<double>>("HalfCheetah-v5", 16, 20000);
   measure_peaks<ant<double>>("Ant-v5", 16, 20000);
   measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000);
   measure_peaks<humanoid_standup<double>>("HumanoidStandup-v5", 16, 20000);
@@ -1149,14 +1152,17 @@ void measure_peaks_with_policy(const char* id, const std::string& path, int epis
 
 }  // namespace
 
-// RLK_CAPACITY_POLICY=<policy file of train_ppo --export-policy> RLK_CAPACITY_ENV=<Ant-v5 | Humanoid-v5>
-TEST_CASE("the most contacts and rows the 3D robots need under a trained policy", "[.][capacity-measure-policy]") {
+// RLK_CAPACITY_POLICY=<policy file of train_ppo --export-policy> RLK_CAPACITY_ENV=<Hopper-v5 | Walker2d-v5 |
+// Ant-v5 | Humanoid-v5> (tests/reference/ has trained policies for Hopper, Walker2d and Ant)
+TEST_CASE("the most contacts and rows the robots need under a trained policy", "[.][capacity-measure-policy]") {
   const char* path = std::getenv("RLK_CAPACITY_POLICY");
   const char* id = std::getenv("RLK_CAPACITY_ENV");
   if (!path || !id) {
     WARN("set RLK_CAPACITY_POLICY and RLK_CAPACITY_ENV");
     return;
   }
+  if (std::string(id) == "Hopper-v5") measure_peaks_with_policy<hopper<double>>(id, path, 50);
+  if (std::string(id) == "Walker2d-v5") measure_peaks_with_policy<walker2d<double>>(id, path, 50);
   if (std::string(id) == "Ant-v5") measure_peaks_with_policy<ant<double>>(id, path, 50);
   if (std::string(id) == "Humanoid-v5") measure_peaks_with_policy<humanoid<double>>(id, path, 50);
 }
