@@ -355,6 +355,20 @@ TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mu
 
 namespace {
 
+/// Requires the same condim and exclude flag, and returns the largest scaled error of a contact's
+/// geometry (dist, includemargin, pos, frame) and mixed parameters (friction, solref, solimp).
+double contact_error(const physics::contact<double>& oc, const mjContact& c) {
+  REQUIRE(oc.dim == c.dim);
+  REQUIRE(oc.exclude == (c.exclude != 0));
+  double err = std::max(scaled_error(oc.dist, c.dist), scaled_error(oc.includemargin, c.includemargin));
+  for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
+  for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
+  for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
+  for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
+  for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+  return err;
+}
+
 /// Two free bodies over a plane, for the colliders the Gymnasium models do not reach (spheres,
 /// parallel capsules) and for the parameter mixing (priority, solmix, condim, gaps).
 struct primitive_dims {
@@ -472,15 +486,7 @@ TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules"
           REQUIRE(j < o.ncon);
           used[j] = 1;
           const auto& oc = o.con[j];
-          REQUIRE(oc.dim == c.dim);
-          REQUIRE(oc.exclude == (c.exclude != 0));
-          err = std::max(err, scaled_error(oc.dist, c.dist));
-          err = std::max(err, scaled_error(oc.includemargin, c.includemargin));
-          for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
-          for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
-          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
-          for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
-          for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+          err = std::max(err, contact_error(oc, c));
           geom_geom += c.geom[0] != 0;
           excluded += oc.exclude;
         }
@@ -567,15 +573,7 @@ TEST_CASE("plane-box contacts equal MuJoCo's from random poses", "[mujoco][const
       const auto& oc = o.con[i];
       REQUIRE(oc.geom1 == c.geom[0]);
       REQUIRE(oc.geom2 == c.geom[1]);
-      REQUIRE(oc.dim == c.dim);
-      REQUIRE(oc.exclude == (c.exclude != 0));
-      err = std::max(err, scaled_error(oc.dist, c.dist));
-      err = std::max(err, scaled_error(oc.includemargin, c.includemargin));
-      for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
-      for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
-      for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
-      for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
-      for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+      err = std::max(err, contact_error(oc, c));
       const bool is_box = m->geom_type[c.geom[1]] == mjGEOM_BOX;
       box_contacts += is_box;
       ramp += c.geom[0] == 1;
