@@ -265,6 +265,7 @@ struct run_options {
   std::size_t eval_episodes = 100;            ///< deterministic evaluation episodes at the end (0: none)
   double stop_at = std::nan("");  ///< stop once the mean return of the last 100 episodes reaches this
   std::string resume;             ///< checkpoint to load before training (empty: none)
+  bool evaluate_only = false;     ///< with resume: evaluate the checkpoint's policy, no training
   std::string export_policy;      ///< where to write the trained deterministic policy (empty: nowhere)
 };
 
@@ -337,6 +338,7 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
     else if (arg == "--eval-episodes") o.eval_episodes = parse_count(arg, value());
     else if (arg == "--stop-at") o.stop_at = parse_real(arg, value());
     else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
+    else if (arg == "--evaluate-only" && !checkpoint.empty()) o.evaluate_only = true;
     else if (arg == "--export-policy" && p.exports_policy) o.export_policy = value();
     else if (arg == "--help" || arg == "-h") {
       std::vector<std::string> compact;
@@ -363,6 +365,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
       for (const option<Config>& opt : checkpoint) checkpoints.push_back({opt.flag + " " + opt.metavar, opt.help});
       if (!checkpoint.empty())
         checkpoints.push_back({"--resume FILE", "load FILE (a checkpoint of the same settings) and train on"});
+      if (!checkpoint.empty())
+        checkpoints.push_back({"--evaluate-only", "with --resume: only evaluate the checkpoint's policy (no training, no CSV)"});
       detail::print_help(argv[0], general, compact, checkpoints);
       std::exit(0);
     } else if (arg.rfind("--", 0) == 0) {
@@ -379,6 +383,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
   for (const auto& [opt, v] : overrides) opt->set(out.config, v);
   out.config.seed = o.seed;
   out.config.validate();
+  if (o.evaluate_only && o.resume.empty()) throw std::invalid_argument("--evaluate-only needs --resume FILE");
+  if (o.evaluate_only && o.eval_episodes == 0) throw std::invalid_argument("--evaluate-only needs --eval-episodes >= 1");
   return out;
 }
 
@@ -543,6 +549,110 @@ struct last_update {
   }
 };
 
+/// Whether Env's step_with_info reports Gymnasium's `x_velocity` (the MuJoCo locomotion envs).
+template <class Env, class = void>
+struct reports_x_velocity : std::false_type {};
+template <class Env>
+struct reports_x_velocity<Env, std::void_t<decltype(std::declval<typename Env::step_info&>().x_velocity)>>
+    : std::true_type {};
+
+/// @brief What velocity_evaluation() measured, per episode.
+struct velocity_report {
+  std::vector<double> returns;          ///< episode returns (equal to agent.evaluate's)
+  std::vector<double> mean_x_velocity;  ///< mean of info["x_velocity"] over each episode's steps
+  std::vector<std::size_t> lengths;     ///< steps per episode
+};
+
+/// @brief The deterministic evaluation of agent.evaluate(episodes, seed, true), replayed on the host
+/// through Env::step_with_info to read Gymnasium's info["x_velocity"]: env i resets from
+/// rng(seed, i, 0) as vec_env's env i does, all envs step in lock step and the policy acts on them in
+/// chunks of agent.max_act_rows() rows as evaluate() does (a policy's rows need not be bitwise the
+/// same under another batch size), and each env's first episode ends at termination or at
+/// params.max_episode_steps. For the MuJoCo envs (whose steps draw no random numbers) the returns
+/// equal agent.evaluate's exactly (print_evaluation checks it).
+template <class Trainer>
+velocity_report velocity_evaluation(Trainer& agent, std::size_t episodes, std::uint64_t seed) {
+  using Env = typename Trainer::env_type::env_type;
+  using T = typename Env::scalar_type;
+  static_assert(reports_x_velocity<Env>::value, "velocity_evaluation: Env::step_info has no x_velocity");
+  constexpr std::size_t obs_size = std::size_t(Env::observation_size), width = std::size_t(Env::action_size);
+  const typename Env::Params params = agent.envs().params();
+  const auto backend = agent.envs().backend();
+  using backend_t = std::decay_t<decltype(backend)>;
+  const std::size_t cap = params.max_episode_steps > 0 ? std::size_t(params.max_episode_steps) : std::size_t(1000000);
+  const std::size_t chunk = agent.max_act_rows();
+  rlkernels::buffer<T, backend_t> obs(backend, episodes * obs_size), act(backend, episodes * width);
+  std::vector<T> o(episodes * obs_size);
+  std::vector<typename Env::State> states(episodes);
+  for (std::size_t i = 0; i < episodes; ++i) {
+    rlkernels::rng gen(seed, i, 0);
+    Env::reset(params, states[i], gen);
+  }
+  velocity_report r;
+  r.returns.assign(episodes, 0.0);
+  r.mean_x_velocity.assign(episodes, 0.0);
+  r.lengths.assign(episodes, 0);
+  std::vector<bool> done(episodes, false);
+  for (std::size_t left = episodes; left > 0;) {
+    for (std::size_t i = 0; i < episodes; ++i) Env::observe(params, states[i], o.data() + i * obs_size);
+    obs.assign(o);
+    for (std::size_t first = 0; first < episodes; first += chunk) {
+      const std::size_t n = std::min(chunk, episodes - first);
+      agent.act(obs.cview().subview(first * obs_size, n * obs_size), act.view().subview(first * width, n * width), true);
+    }
+    const std::vector<T> a = act.to_host();
+    for (std::size_t i = 0; i < episodes; ++i) {
+      if (done[i]) continue;
+      typename Env::step_info info{};
+      const rlkernels::step_result<T> res = Env::step_with_info(params, states[i], a.data() + i * width, info);
+      r.returns[i] += double(res.reward);
+      r.mean_x_velocity[i] += double(info.x_velocity);
+      ++r.lengths[i];
+      if (res.terminated || r.lengths[i] >= cap) {
+        done[i] = true;
+        --left;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < episodes; ++i) r.mean_x_velocity[i] /= double(r.lengths[i]);
+  return r;
+}
+
+namespace detail {
+/// Mean and population standard deviation.
+inline std::pair<double, double> mean_std(const std::vector<double>& v) {
+  double m = 0, q = 0;
+  for (double x : v) m += x;
+  m /= double(v.size());
+  for (double x : v) q += (x - m) * (x - m);
+  return {m, std::sqrt(q / double(v.size()))};
+}
+
+/// The final evaluation's lines: agent.evaluate's returns and, for envs that report x_velocity,
+/// each episode's mean x velocity and length from velocity_evaluation().
+template <class Trainer>
+void print_evaluation(Trainer& agent, std::size_t episodes, std::uint64_t seed) {
+  const rlkernels::policy_evaluation e = agent.evaluate(episodes, seed, true);
+  std::printf("evaluation (deterministic policy, %zu episodes): mean return %.2f +- %.2f (min %.2f, max %.2f)\n",
+              episodes, e.mean, e.std, e.min, e.max);
+  if constexpr (reports_x_velocity<typename Trainer::env_type::env_type>::value) {
+    const velocity_report v = velocity_evaluation(agent, episodes, seed);
+    // The replay must be the same episodes: a difference would be a bug in it, not a statistic.
+    for (std::size_t i = 0; i < episodes; ++i)
+      if (v.returns[i] != e.returns[i])
+        throw std::logic_error("the x velocity replay's episode " + std::to_string(i) + " returned " +
+                               std::to_string(v.returns[i]) + ", agent.evaluate's " + std::to_string(e.returns[i]));
+    std::vector<double> len(v.lengths.begin(), v.lengths.end());
+    const auto [vm, vs] = mean_std(v.mean_x_velocity);
+    const auto [lm, ls] = mean_std(len);
+    std::printf("evaluation x velocity (info[\"x_velocity\"] averaged over each episode): mean %.3f +- %.3f m/s "
+                "(min %.3f, max %.3f); episode length %.1f +- %.1f\n",
+                vm, vs, *std::min_element(v.mean_x_velocity.begin(), v.mean_x_velocity.end()),
+                *std::max_element(v.mean_x_velocity.begin(), v.mean_x_velocity.end()), lm, ls);
+  }
+}
+}  // namespace detail
+
 /// @brief Trains `agent` to its end (or to --stop-at) with the examples' user interface, then
 /// evaluates it, and returns main()'s exit status.
 ///
@@ -573,6 +683,10 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
     } else {
       throw std::invalid_argument(p.name + " cannot resume from checkpoints yet");
     }
+  }
+  if (opt.evaluate_only) {
+    detail::print_evaluation(agent, opt.eval_episodes, seed + 1000003);
+    return 0;
   }
   const std::uint64_t first_step = agent.global_step();
 
@@ -662,11 +776,7 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   if (opt.plot) {
     detail::plot_curve(opt, csv_path, png_path, p.algorithm + " " + env_id + " (seed " + std::to_string(seed) + ")");
   }
-  if (opt.eval_episodes > 0) {
-    const rlkernels::policy_evaluation e = agent.evaluate(opt.eval_episodes, seed + 1000003, true);
-    std::printf("evaluation (deterministic policy, %zu episodes): mean return %.2f +- %.2f (min %.2f, max %.2f)\n",
-                opt.eval_episodes, e.mean, e.std, e.min, e.max);
-  }
+  if (opt.eval_episodes > 0) detail::print_evaluation(agent, opt.eval_episodes, seed + 1000003);
   return 0;
 }
 

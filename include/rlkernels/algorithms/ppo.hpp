@@ -389,6 +389,10 @@ class ppo {
   const ppo_config& config() const noexcept { return config_; }
   /// Env steps taken so far.
   std::uint64_t global_step() const noexcept { return global_step_; }
+  /// The most observation rows one act() call takes; evaluate() acts in chunks of this many.
+  std::size_t max_act_rows() const noexcept {
+    return config_.normalize_observations ? config_.num_envs : std::max(config_.num_envs, config_.minibatch_size());
+  }
   /// Iterations done so far.
   std::uint64_t iteration() const noexcept { return iteration_; }
   /// True once total_timesteps env steps have been taken.
@@ -580,8 +584,7 @@ class ppo {
   ///        within max_steps
   policy_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
                              std::size_t max_steps = 1000000) {
-    const std::size_t rows = std::max(config_.num_envs, config_.minibatch_size());
-    const std::size_t chunk = config_.normalize_observations ? config_.num_envs : rows;
+    const std::size_t chunk = max_act_rows();
     return detail::evaluate_policy<Env>(
         backend_, env_params_, episodes, seed, chunk, max_steps, "rlkernels::ppo::evaluate",
         [&](view<const T> obs, view<action_type> actions, std::size_t first, std::size_t step) {

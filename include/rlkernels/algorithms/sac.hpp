@@ -230,6 +230,8 @@ class sac {
   const sac_config& config() const noexcept { return config_; }
   /// Env steps taken so far (all envs).
   std::uint64_t global_step() const noexcept { return global_step_; }
+  /// The most observation rows one act() call takes; evaluate() acts in chunks of this many.
+  std::size_t max_act_rows() const noexcept { return rows(); }
   /// Iterations done so far.
   std::uint64_t iteration() const noexcept { return iteration_; }
   /// Critic gradient steps done so far.
