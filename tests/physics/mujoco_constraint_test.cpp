@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -72,8 +73,8 @@ void compare_rows(const mjModel* m, const mjData* d, const physics::data<double,
     upd(e.contact_param, rel(oc.includemargin, c.includemargin));
     upd(e.contact_param, rel(oc.mu, c.mu));
     for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.friction[k], c.friction[k]));
-    for (int k = 0; k < 2; ++k) upd(e.contact_param, rel(oc.solref[k], c.solref[k]));
-    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(oc.solimp[k], c.solimp[k]));
+    for (int k = 0; k < 2; ++k) upd(e.contact_param, rel(o.con_solref[i][k], c.solref[k]));
+    for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(o.con_solimp[i][k], c.solimp[k]));
   }
   REQUIRE(o.nefc == d->nefc);
   REQUIRE(o.nl == d->nl);
@@ -355,23 +356,27 @@ TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mu
 
 namespace {
 
-/// Requires the same condim and exclude flag, and returns the largest scaled error of a contact's
-/// geometry (dist, includemargin, pos, frame) and mixed parameters (friction, solref, solimp).
-double contact_error(const physics::contact<double>& oc, const mjContact& c) {
+/// Requires the same condim and exclude flag, and returns the largest scaled error of our contact
+/// `i`'s geometry (dist, includemargin, pos, frame) and mixed parameters (friction, solref, solimp).
+template <class Dims>
+double contact_error(const physics::data<double, Dims>& o, int i, const mjContact& c) {
+  static_assert(physics::dims_efc_terms<Dims>, "the contacts' solref/solimp are kept only with dims_with_efc_terms");
+  const physics::contact<double>& oc = o.con[i];
   REQUIRE(oc.dim == c.dim);
   REQUIRE(oc.exclude == (c.exclude != 0));
   double err = std::max(scaled_error(oc.dist, c.dist), scaled_error(oc.includemargin, c.includemargin));
   for (int k = 0; k < 3; ++k) err = std::max(err, scaled_error(oc.pos[k], c.pos[k]));
   for (int k = 0; k < 9; ++k) err = std::max(err, scaled_error(oc.frame[k], c.frame[k]));
   for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.friction[k], c.friction[k]));
-  for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(oc.solref[k], c.solref[k]));
-  for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(oc.solimp[k], c.solimp[k]));
+  for (int k = 0; k < 2; ++k) err = std::max(err, scaled_error(o.con_solref[i][k], c.solref[k]));
+  for (int k = 0; k < 5; ++k) err = std::max(err, scaled_error(o.con_solimp[i][k], c.solimp[k]));
   return err;
 }
 
 /// Two free bodies over a plane, for the colliders the Gymnasium models do not reach (spheres,
 /// parallel capsules) and for the parameter mixing (priority, solmix, condim, gaps).
 struct primitive_dims {
+  static constexpr bool efc_terms = true;  // keep the rows' terms and the contacts' solref/solimp to compare
   static constexpr int nq = 14, nv = 12, nu = 0, nbody = 3, njnt = 2, ngeom = 3;
   static constexpr int npair = 3, ncon = 6, nefc = 24;
 };
@@ -486,7 +491,7 @@ TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules"
           REQUIRE(j < o.ncon);
           used[j] = 1;
           const auto& oc = o.con[j];
-          err = std::max(err, contact_error(oc, c));
+          err = std::max(err, contact_error(o, j, c));
           geom_geom += c.geom[0] != 0;
           excluded += oc.exclude;
         }
@@ -516,7 +521,7 @@ TEST_CASE("plane-box contacts equal MuJoCo's from random poses", "[mujoco][const
   mjModel* m = mj.get();
   const auto dd = make_mj_data(m);
   mjData* d = dd.get();
-  constexpr auto ours = box_crawler_case::model<double>();
+  const auto ours = box_crawler_case::model<double>();
   auto o_ptr = std::make_unique<physics::data<double, Dims>>();
   physics::data<double, Dims>& o = *o_ptr;
   test_rng rng(4242);
@@ -573,7 +578,7 @@ TEST_CASE("plane-box contacts equal MuJoCo's from random poses", "[mujoco][const
       const auto& oc = o.con[i];
       REQUIRE(oc.geom1 == c.geom[0]);
       REQUIRE(oc.geom2 == c.geom[1]);
-      err = std::max(err, contact_error(oc, c));
+      err = std::max(err, contact_error(o, i, c));
       const bool is_box = m->geom_type[c.geom[1]] == mjGEOM_BOX;
       box_contacts += is_box;
       ramp += c.geom[0] == 1;
@@ -688,6 +693,14 @@ void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double no
   long states = 0, constrained = 0;
   auto data_ptr = std::make_unique<physics::data<double, Dims>>();
   physics::data<double, Dims>& o = *data_ptr;
+  // the env kernels' workspace, without the rows' stored terms (make_constraint computes aref at
+  // once): must give the same bits as the workspace that keeps them
+  using LeanDims = typename Case::lean_dims;
+  static_assert(!physics::dims_efc_terms<LeanDims> && physics::dims_efc_terms<Dims>, "the two workspaces");
+  const auto ours_lean = Case::template lean_model<double>();
+  auto lean_ptr = std::make_unique<physics::data<double, LeanDims>>();
+  physics::data<double, LeanDims>& ol = *lean_ptr;
+  long lean_compared = 0;
   for (int ep = 0; ep < episodes; ++ep) {
     mj_resetData(m, sim.get());
     for (int i = 0; i < nq; ++i) sim->qpos[i] = m->qpos0[i] + rng.uniform(-noise, noise);
@@ -724,6 +737,16 @@ void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double no
           e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qpos, ref->qpos, nq));
           e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qvel, ref->qvel, nv));
           e_step[variant] = std::max(e_step[variant], max_scaled_error(o.qacc_warmstart, ref->qacc_warmstart, nv));
+          if (variant == 0) {
+            copy_state_from_mujoco(mm, sim.get(), ol);
+            physics::step(ours_lean, ol);
+            REQUIRE(ol.warning == 0);
+            REQUIRE(std::memcmp(ol.qpos, o.qpos, sizeof o.qpos) == 0);
+            REQUIRE(std::memcmp(ol.qvel, o.qvel, sizeof o.qvel) == 0);
+            REQUIRE(std::memcmp(ol.qacc_warmstart, o.qacc_warmstart, sizeof o.qacc_warmstart) == 0);
+            REQUIRE(std::memcmp(ol.efc_aref, o.efc_aref, sizeof(double) * o.nefc) == 0);
+            ++lean_compared;
+          }
         }
         ++states;
         mj_step(m, sim.get());
@@ -734,6 +757,7 @@ void run_pipeline(int episodes, int steps_per_episode, int frame_skip, double no
               "step qpos/qvel/warmstart %.3g (tight %.3g)\n",
               Case::name, states, constrained, e_fwd[0], e_fwd[1], e_step[0], e_step[1]);
   CHECK(constrained > states / 4);
+  CHECK(lean_compared == states);
   CHECK(e_fwd[1] <= 1e-11);
   CHECK(e_step[1] <= 1e-12);
   CHECK(e_fwd[0] <= 1e-8);

@@ -60,57 +60,75 @@ inline mj_data_ptr make_mj_data(const mjModel* m) {
 
 /// The three Gymnasium models: generated constants and the XML they came from.
 struct hopper_case {
-  using dims = rlkernels::models::hopper_dims;
+  using lean_dims = rlkernels::models::hopper_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "hopper";
   static constexpr const char* xml = "hopper.xml";
   static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::hopper<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::hopper<Scalar>(); }
 };
 struct walker2d_case {
-  using dims = rlkernels::models::walker2d_dims;
+  using lean_dims = rlkernels::models::walker2d_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "walker2d";
   static constexpr const char* xml = "walker2d_v5.xml";
   static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::walker2d<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::walker2d<Scalar>(); }
 };
 struct half_cheetah_case {
-  using dims = rlkernels::models::half_cheetah_dims;
+  using lean_dims = rlkernels::models::half_cheetah_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "half_cheetah";
   static constexpr const char* xml = "half_cheetah.xml";
   static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::half_cheetah<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::half_cheetah<Scalar>(); }
 };
 
 struct ant_case {
-  using dims = rlkernels::models::ant_dims;
+  using lean_dims = rlkernels::models::ant_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "ant";
   static constexpr const char* xml = "ant.xml";
   static constexpr bool all_pairs_reachable = true;  // every candidate pair occurs along random motion
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::ant<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::ant<Scalar>(); }
 };
 
 struct humanoid_case {
-  using dims = rlkernels::models::humanoid_dims;
+  using lean_dims = rlkernels::models::humanoid_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "humanoid";
   static constexpr const char* xml = "humanoid.xml";
   static constexpr bool all_pairs_reachable = false;  // 126 candidate pairs, many self-contacts random motion never makes
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::humanoid<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::humanoid<Scalar>(); }
 };
 
 /// A test-only robot for the plane-box collider: a free box hull with a capsule mast and two
 /// hinged box flippers over a floor and a tilted ramp (tests/reference/mujoco_box_crawler.xml).
 struct box_crawler_case {
-  using dims = rlkernels::models::box_crawler_dims;
+  using lean_dims = rlkernels::models::box_crawler_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
   static constexpr const char* name = "box_crawler";
   static constexpr const char* xml = "mujoco_box_crawler.xml";
   static constexpr bool all_pairs_reachable = true;
   template <class Scalar>
-  static constexpr rlkernels::physics::model<Scalar, dims> model() { return rlkernels::models::box_crawler<Scalar>(); }
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::box_crawler<Scalar>(); }
 };
 
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator

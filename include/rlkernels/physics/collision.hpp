@@ -227,8 +227,19 @@ template <class S> RLK_INLINE void make_contact_frame(S* frame) {
   cross3(frame + 6, frame, t1);
 }
 
-/// The mixed contact parameters of two geoms (MuJoCo's mj_contactParam without pairs or flexes;
-/// adhesion is not supported: the generator refuses it).
+/// The solmix weight of geom1 against geom2 (mj_contactParam's mix).
+template <class Scalar, class Dims>
+RLK_INLINE Scalar solmix_weight(const model<Scalar, Dims>& m, int g1, int g2) {
+  const Scalar s1 = m.geom_solmix[g1], s2 = m.geom_solmix[g2];
+  const Scalar tiny = min_value<Scalar>();
+  if (s1 >= tiny && s2 >= tiny) return s1 / (s1 + s2);
+  if (s1 < tiny && s2 < tiny) return Scalar(0.5);
+  return s1 < tiny ? Scalar(0) : Scalar(1);
+}
+
+/// The mixed condim and friction of two geoms (MuJoCo's mj_contactParam without pairs or flexes;
+/// adhesion is not supported: the generator refuses it). The mixed solref and solimp come from
+/// contact_solver_params.
 template <class Scalar, class Dims>
 RLK_INLINE void contact_params(const model<Scalar, Dims>& m, int g1, int g2, contact<Scalar>& c) {
   Scalar fri[3];
@@ -236,31 +247,9 @@ RLK_INLINE void contact_params(const model<Scalar, Dims>& m, int g1, int g2, con
   if (p1 != p2) {
     const int g = p1 > p2 ? g1 : g2;
     c.dim = m.geom_condim[g];
-    for (int i = 0; i < 2; ++i) c.solref[i] = m.geom_solref[g][i];
-    for (int i = 0; i < 5; ++i) c.solimp[i] = m.geom_solimp[g][i];
     for (int i = 0; i < 3; ++i) fri[i] = m.geom_friction[g][i];
   } else {
     c.dim = m.geom_condim[g1] > m.geom_condim[g2] ? m.geom_condim[g1] : m.geom_condim[g2];
-    const Scalar s1 = m.geom_solmix[g1], s2 = m.geom_solmix[g2];
-    const Scalar tiny = min_value<Scalar>();
-    Scalar mix;
-    if (s1 >= tiny && s2 >= tiny) {
-      mix = s1 / (s1 + s2);
-    } else if (s1 < tiny && s2 < tiny) {
-      mix = Scalar(0.5);
-    } else if (s1 < tiny) {
-      mix = Scalar(0);
-    } else {
-      mix = Scalar(1);
-    }
-    const Scalar* r1 = m.geom_solref[g1];
-    const Scalar* r2 = m.geom_solref[g2];
-    if (r1[0] > Scalar(0) && r2[0] > Scalar(0)) {
-      for (int i = 0; i < 2; ++i) c.solref[i] = mix * r1[i] + (Scalar(1) - mix) * r2[i];
-    } else {  // direct (negative) references: the smaller
-      for (int i = 0; i < 2; ++i) c.solref[i] = r1[i] < r2[i] ? r1[i] : r2[i];
-    }
-    for (int i = 0; i < 5; ++i) c.solimp[i] = mix * m.geom_solimp[g1][i] + (Scalar(1) - mix) * m.geom_solimp[g2][i];
     for (int i = 0; i < 3; ++i) {
       const Scalar f1 = m.geom_friction[g1][i], f2 = m.geom_friction[g2][i];
       fri[i] = f1 > f2 ? f1 : f2;
@@ -269,6 +258,30 @@ RLK_INLINE void contact_params(const model<Scalar, Dims>& m, int g1, int g2, con
   // 5-D friction (tangent, tangent, spin, roll, roll), each at least MuJoCo's mjMINMU
   const Scalar f5[5] = {fri[0], fri[0], fri[1], fri[2], fri[2]};
   for (int i = 0; i < 5; ++i) c.friction[i] = f5[i] > Scalar(1e-5) ? f5[i] : Scalar(1e-5);
+}
+
+/// The mixed solref and solimp of a contact between geoms g1 and g2 (mj_contactParam: the geom of
+/// higher priority, else the solmix-weighted mean; direct (negative) references take the smaller).
+/// Computed where make_constraint needs them, not stored in the contact (data::con_solref and
+/// con_solimp keep a copy with dims_with_efc_terms).
+template <class Scalar, class Dims>
+RLK_INLINE void contact_solver_params(const model<Scalar, Dims>& m, int g1, int g2, Scalar* solref, Scalar* solimp) {
+  const int p1 = m.geom_priority[g1], p2 = m.geom_priority[g2];
+  if (p1 != p2) {
+    const int g = p1 > p2 ? g1 : g2;
+    for (int i = 0; i < 2; ++i) solref[i] = m.geom_solref[g][i];
+    for (int i = 0; i < 5; ++i) solimp[i] = m.geom_solimp[g][i];
+    return;
+  }
+  const Scalar mix = solmix_weight(m, g1, g2);
+  const Scalar* r1 = m.geom_solref[g1];
+  const Scalar* r2 = m.geom_solref[g2];
+  if (r1[0] > Scalar(0) && r2[0] > Scalar(0)) {
+    for (int i = 0; i < 2; ++i) solref[i] = mix * r1[i] + (Scalar(1) - mix) * r2[i];
+  } else {  // direct (negative) references: the smaller
+    for (int i = 0; i < 2; ++i) solref[i] = r1[i] < r2[i] ? r1[i] : r2[i];
+  }
+  for (int i = 0; i < 5; ++i) solimp[i] = mix * m.geom_solimp[g1][i] + (Scalar(1) - mix) * m.geom_solimp[g2][i];
 }
 
 /// Radius of a sphere about the geom's centre that holds it (MuJoCo's geom_rbound), for the
@@ -331,7 +344,8 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
 /// of the position stage (d.geom_xpos, d.geom_xmat), as MuJoCo's mj_collision: each pair is
 /// tested with margin + gap (the sums over its two geoms), its contacts get includemargin = the
 /// summed margin, exclude = (dist >= includemargin), the mixed parameters (priority, condim max,
-/// solmix-weighted solref/solimp, friction max) and MuJoCo's frame (normal from geom1 to geom2,
+/// friction max; the solmix-weighted solref/solimp only with dims_with_efc_terms, else
+/// make_constraint mixes them) and MuJoCo's frame (normal from geom1 to geom2,
 /// then the tangents). Contacts are packed in pair order (the model's pair order is MuJoCo's;
 /// pair_maxcon/pair_conadr only size the slots); excluded ones are kept (as in mjData)
 /// but make no constraint rows. Sets warning_contact_full if the slots would overflow.
@@ -364,6 +378,8 @@ RLK_HOST_DEVICE void collide(const model<Scalar, Dims>& m, data<Scalar, Dims>& d
       c.geom1 = g1;
       c.geom2 = g2;
       detail::contact_params(m, g1, g2, c);
+      if constexpr (data<Scalar, Dims>::efc_terms)
+        detail::contact_solver_params(m, g1, g2, d.con_solref[d.ncon - 1], d.con_solimp[d.ncon - 1]);
       c.includemargin = margin;
       c.exclude = c.dist >= margin ? 1 : 0;
       detail::make_contact_frame(c.frame);

@@ -83,11 +83,20 @@ RLK_INLINE void impedance(const S* solimp, S pos, S margin, S& imp, S& imp_deriv
 template <class S> RLK_INLINE S max_s(S a, S b) { return a > b ? a : b; }
 template <class S> RLK_INLINE S min_s(S a, S b) { return a < b ? a : b; }
 
-/// R, KBIP of `count` rows starting at `row` that share one solref/solimp and position (one limit
-/// side, one frictionless contact, or all rows of one pyramid), as mj_makeImpedance's first loop.
+/// The reference acceleration of a row (mj_referenceConstraint): -B vel - K I (pos - margin).
+template <class S>
+RLK_INLINE S reference_acceleration(S K, S B, S I, S vel, S pos, S margin) {
+  return -B * vel - K * I * (pos - margin);
+}
+
+/// R of `count` rows starting at `row` that share one solref/solimp and position (one limit side,
+/// one frictionless contact, or all rows of one pyramid), whose diagonal approximations are
+/// diag[0..count), as mj_makeImpedance's first loop; then, with dims_with_efc_terms, their stored
+/// terms (efc_pos, efc_margin, efc_diagApprox, efc_KBIP; reference_constraint makes aref from
+/// them), else their reference accelerations right away (the rows' Jacobians and qvel are final).
 template <class Scalar, class Dims>
-RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, int row, int count,
-                              const Scalar* solref_in, const Scalar* solimp_in) {
+RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, int row, int count, Scalar pos,
+                              Scalar margin, const Scalar* diag, const Scalar* solref_in, const Scalar* solimp_in) {
   Scalar ref[2] = {solref_in[0], solref_in[1]};
   Scalar imp_p[5];
   for (int i = 0; i < 5; ++i) imp_p[i] = solimp_in[i];
@@ -104,23 +113,26 @@ RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
   imp_p[3] = min_s(hi, max_s(lo, imp_p[3]));
   imp_p[4] = max_s(Scalar(1), imp_p[4]);
   Scalar imp, imp_deriv;
-  impedance(imp_p, d.efc_pos[row], d.efc_margin[row], imp, imp_deriv);
+  impedance(imp_p, pos, margin, imp, imp_deriv);
   const Scalar tiny = min_value<Scalar>();
   const Scalar dmax2 = imp_p[1] * imp_p[1];
+  const Scalar K = ref[0] > Scalar(0) ? Scalar(1) / max_s(tiny, dmax2 * ref[0] * ref[0] * ref[1] * ref[1])
+                                      : -ref[0] / max_s(tiny, dmax2);
+  const Scalar B = ref[1] > Scalar(0) ? Scalar(2) / max_s(tiny, imp_p[1] * ref[0]) : -ref[1] / max_s(tiny, imp_p[1]);
   for (int j = row; j < row + count; ++j) {
-    d.efc_R[j] = max_s(tiny, (Scalar(1) - imp) * d.efc_diagApprox[j] / imp);
-    if (ref[0] > Scalar(0)) {
-      d.efc_KBIP[j][0] = Scalar(1) / max_s(tiny, dmax2 * ref[0] * ref[0] * ref[1] * ref[1]);
+    d.efc_R[j] = max_s(tiny, (Scalar(1) - imp) * diag[j - row] / imp);
+    if constexpr (data<Scalar, Dims>::efc_terms) {
+      d.efc_pos[j] = pos;
+      d.efc_margin[j] = margin;
+      d.efc_diagApprox[j] = diag[j - row];
+      d.efc_KBIP[j][0] = K;
+      d.efc_KBIP[j][1] = B;
+      d.efc_KBIP[j][2] = imp;
+      d.efc_KBIP[j][3] = imp_deriv;
     } else {
-      d.efc_KBIP[j][0] = -ref[0] / max_s(tiny, dmax2);
+      const Scalar vel = mj_dot(d.efc_J[j], d.qvel, Dims::nv);
+      d.efc_aref[j] = reference_acceleration(K, B, imp, vel, pos, margin);
     }
-    if (ref[1] > Scalar(0)) {
-      d.efc_KBIP[j][1] = Scalar(2) / max_s(tiny, imp_p[1] * ref[0]);
-    } else {
-      d.efc_KBIP[j][1] = -ref[1] / max_s(tiny, imp_p[1]);
-    }
-    d.efc_KBIP[j][2] = imp;
-    d.efc_KBIP[j][3] = imp_deriv;
   }
 }
 
@@ -149,9 +161,11 @@ RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>
 }  // namespace detail
 
 /// @brief Builds the constraint rows of the position stage (MuJoCo's mj_makeConstraint with
-/// mj_diagApprox and mj_makeImpedance): d.nl, d.nefc, efc_type, efc_id, efc_J, efc_pos,
-/// efc_margin, efc_diagApprox (MuJoCo's efc_diagA: after the call R = (1-imp)/imp * diagApprox,
-/// as MuJoCo leaves it), efc_KBIP, efc_R, efc_D, and each contact's efc_address and mu.
+/// mj_diagApprox and mj_makeImpedance): d.nl, d.nefc, efc_type, efc_id, efc_J, efc_R, efc_D, and
+/// each contact's efc_address and mu; with dims_with_efc_terms also efc_pos, efc_margin,
+/// efc_diagApprox (MuJoCo's efc_diagA: after the call R = (1-imp)/imp * diagApprox, as MuJoCo
+/// leaves it) and efc_KBIP, else already efc_aref (which needs qvel: the velocity stage's
+/// reference_constraint computes it from those terms when they are kept).
 /// Rows: joint limits (each limited hinge/slide: lower side then upper side, active while
 /// dist < jnt_margin), then the non-excluded contacts in order (condim 1: one frictionless row;
 /// condim 3: 4 pyramid edges J_n + mu_k J_tk, J_n - mu_k J_tk for k = 1, 2).
@@ -182,12 +196,10 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
         if (!(dist < m.jnt_margin[j])) continue;
         for (int k = 0; k < nv; ++k) d.efc_J[r][k] = Scalar(0);
         d.efc_J[r][m.jnt_dofadr[j]] = Scalar(-side);
-        d.efc_pos[r] = dist;
-        d.efc_margin[r] = m.jnt_margin[j];
         d.efc_type[r] = static_cast<int>(constraint_type::limit_joint);
         d.efc_id[r] = j;
-        d.efc_diagApprox[r] = m.dof_invweight0[m.jnt_dofadr[j]];
-        detail::row_impedance(m, d, r, 1, m.jnt_solref[j], m.jnt_solimp[j]);
+        const Scalar diag = m.dof_invweight0[m.jnt_dofadr[j]];
+        detail::row_impedance(m, d, r, 1, dist, m.jnt_margin[j], &diag, m.jnt_solref[j], m.jnt_solimp[j]);
         ++r;
       }
     }
@@ -218,18 +230,18 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
       tran += m.body_invweight0[b2][0];
       rot += m.body_invweight0[b2][1];
       c.efc_address = r;
+      Scalar solref[2], solimp[5];
+      detail::contact_solver_params(m, c.geom1, c.geom2, solref, solimp);
       if (dim == 1) {
         for (int v = 0; v < nv; ++v) d.efc_J[r][v] = jc[0][v];
-        d.efc_pos[r] = c.dist;
-        d.efc_margin[r] = c.includemargin;
         d.efc_type[r] = static_cast<int>(constraint_type::contact_frictionless);
         d.efc_id[r] = i;
-        d.efc_diagApprox[r] = tran;
-        detail::row_impedance(m, d, r, 1, c.solref, c.solimp);
+        detail::row_impedance(m, d, r, 1, c.dist, c.includemargin, &tran, solref, solimp);
         ++r;
         continue;
       }
       const int nrows = 2 * (dim - 1);
+      Scalar diag[4];
       for (int k = 1; k < dim; ++k) {
         const Scalar f = c.friction[k - 1];
         const int a = r + 2 * (k - 1);
@@ -237,15 +249,13 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
           d.efc_J[a][v] = jc[0][v] + jc[k][v] * f;
           d.efc_J[a + 1][v] = jc[0][v] + jc[k][v] * (-f);
         }
-        d.efc_diagApprox[a] = d.efc_diagApprox[a + 1] = tran + f * f * (k - 1 < 2 ? tran : rot);
+        diag[a - r] = diag[a - r + 1] = tran + f * f * (k - 1 < 2 ? tran : rot);
       }
       for (int a = r; a < r + nrows; ++a) {
-        d.efc_pos[a] = c.dist;
-        d.efc_margin[a] = c.includemargin;
         d.efc_type[a] = static_cast<int>(constraint_type::contact_pyramidal);
         d.efc_id[a] = i;
       }
-      detail::row_impedance(m, d, r, nrows, c.solref, c.solimp);
+      detail::row_impedance(m, d, r, nrows, c.dist, c.includemargin, diag, solref, solimp);
       // the pyramid's common regularizer: R1 = R0/impratio, mu = friction*sqrt(R1/R0), R = 2 mu^2 R0
       const Scalar r1 = d.efc_R[r] / detail::max_s(detail::min_value<Scalar>(), m.impratio);
       c.mu = c.friction[0] * std::sqrt(r1 / d.efc_R[r]);
@@ -257,18 +267,26 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
   d.nefc = r;
   for (int i = 0; i < r; ++i) {
     d.efc_D[i] = Scalar(1) / d.efc_R[i];
-    d.efc_diagApprox[i] = d.efc_R[i] * d.efc_KBIP[i][2] / (Scalar(1) - d.efc_KBIP[i][2]);
+    if constexpr (data<Scalar, Dims>::efc_terms)
+      d.efc_diagApprox[i] = d.efc_R[i] * d.efc_KBIP[i][2] / (Scalar(1) - d.efc_KBIP[i][2]);
   }
 }
 
 /// @brief The velocity-stage part (MuJoCo's mj_referenceConstraint for the supported rows):
-/// efc_vel = J qvel and the reference acceleration efc_aref = -B vel - K I (pos - margin).
+/// efc_vel = J qvel and the reference acceleration efc_aref = -B vel - K I (pos - margin), from
+/// the terms that make_constraint kept (dims_with_efc_terms). Without them make_constraint has
+/// already computed efc_aref from the qvel it saw (the same formula and bits) and this does nothing.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void reference_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   (void)m;
-  for (int i = 0; i < d.nefc; ++i) {
-    d.efc_vel[i] = detail::mj_dot(d.efc_J[i], d.qvel, Dims::nv);
-    d.efc_aref[i] = -d.efc_KBIP[i][1] * d.efc_vel[i] - d.efc_KBIP[i][0] * d.efc_KBIP[i][2] * (d.efc_pos[i] - d.efc_margin[i]);
+  if constexpr (data<Scalar, Dims>::efc_terms) {
+    for (int i = 0; i < d.nefc; ++i) {
+      d.efc_vel[i] = detail::mj_dot(d.efc_J[i], d.qvel, Dims::nv);
+      d.efc_aref[i] = detail::reference_acceleration(d.efc_KBIP[i][0], d.efc_KBIP[i][1], d.efc_KBIP[i][2], d.efc_vel[i],
+                                                     d.efc_pos[i], d.efc_margin[i]);
+    }
+  } else {
+    (void)d;
   }
 }
 

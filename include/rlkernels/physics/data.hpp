@@ -20,8 +20,7 @@ struct contact {
   Scalar includemargin;  ///< the sum of the two geoms' margins: the contact makes rows while dist < includemargin
                          ///< (MuJoCo 3.12: the gaps only widen detection, to margin + gap)
   Scalar friction[5];    ///< mixed friction (tangent1, tangent2, spin, roll1, roll2)
-  Scalar solref[2];      ///< mixed solref
-  Scalar solimp[5];      ///< mixed solimp
+                         ///< (the mixed solref and solimp: data::con_solref, con_solimp, kept only with dims_with_efc_terms)
   Scalar mu;             ///< friction of the regularized cone, friction[0]*sqrt(1/impratio) (set by make_constraint, as mj_makeImpedance does)
   int dim;               ///< condim (1 or 3)
   int exclude;           ///< 1 if dist >= includemargin (in the gap: the contact makes no rows), else 0
@@ -53,6 +52,9 @@ struct data {
   static constexpr int ntendon_ = model_type::ntendon_;
   static constexpr int ncon_ = detail::at_least_one(Dims::ncon);
   static constexpr int nefc_ = detail::at_least_one(Dims::nefc);
+  static constexpr bool efc_terms = dims_efc_terms<Dims>;    ///< whether the rows' intermediate terms are kept (dims_with_efc_terms)
+  static constexpr int nefc_terms_ = efc_terms ? nefc_ : 1;  ///< rows of the term arrays (1 unused element without them)
+  static constexpr int ncon_terms_ = efc_terms ? ncon_ : 1;  ///< contacts of con_solref and con_solimp
 
   // ---- state and control ----
   Scalar time;                ///< simulation time
@@ -85,6 +87,8 @@ struct data {
   // ---- contacts and constraints ----
   int ncon;                       ///< contacts found
   contact<Scalar> con[ncon_];     ///< the contacts
+  Scalar con_solref[ncon_terms_][2];  ///< each contact's mixed solref (mjContact::solref): with dims_with_efc_terms only
+  Scalar con_solimp[ncon_terms_][5];  ///< each contact's mixed solimp (mjContact::solimp): with dims_with_efc_terms only
   int nl;                         ///< limit rows (they come first, as in MuJoCo: limits then contacts)
   int nefc;                       ///< constraint rows
   int ncon_peak;                  ///< the most contacts any forward pass found since the caller last set it to 0 (sizes capacities: never reset by the engine)
@@ -92,15 +96,16 @@ struct data {
   int efc_type[nefc_];            ///< constraint_type of each row
   int efc_id[nefc_];              ///< joint (limit) or contact index
   Scalar efc_J[nefc_][nv];        ///< constraint Jacobian (dense)
-  Scalar efc_pos[nefc_];          ///< constraint position (distance)
-  Scalar efc_margin[nefc_];       ///< inclusion margin
-  Scalar efc_diagApprox[nefc_];   ///< approximation of the diagonal of J M^-1 J^T (from invweight0)
   Scalar efc_R[nefc_];            ///< regularizer
   Scalar efc_D[nefc_];            ///< 1/R
-  Scalar efc_KBIP[nefc_][4];      ///< stiffness, damping, impedance, impedance derivative
   Scalar efc_aref[nefc_];         ///< reference acceleration
-  Scalar efc_vel[nefc_];          ///< J qvel
   Scalar efc_force[nefc_];        ///< constraint force
+  // the rows' intermediate terms, kept only with dims_with_efc_terms (else computed where used)
+  Scalar efc_pos[nefc_terms_];         ///< constraint position (distance)
+  Scalar efc_margin[nefc_terms_];      ///< inclusion margin
+  Scalar efc_diagApprox[nefc_terms_];  ///< approximation of the diagonal of J M^-1 J^T (from invweight0)
+  Scalar efc_KBIP[nefc_terms_][4];     ///< stiffness, damping, impedance, impedance derivative
+  Scalar efc_vel[nefc_terms_];         ///< J qvel
   int efc_state[nefc_];           ///< solver state of the row (MuJoCo's mjtConstraintState)
 
   // ---- velocity stage ----

@@ -266,8 +266,31 @@ struct dims_with_pgs : Dims {
   static constexpr int solver = 0;  ///< mjtSolver's mjSOL_PGS
 };
 
+namespace detail {
+template <class Dims, class = void>
+struct dims_efc_terms { static constexpr bool value = false; };
+template <class Dims>
+struct dims_efc_terms<Dims, decltype(void(Dims::efc_terms))> { static constexpr bool value = Dims::efc_terms; };
+}  // namespace detail
+
+/// True when a Dims type asks the workspace to keep the intermediate terms of the constraint rows
+/// (`static constexpr bool efc_terms = true`, see dims_with_efc_terms). By default it does not.
+template <class Dims>
+constexpr bool dims_efc_terms = detail::dims_efc_terms<Dims>::value;
+
+/// @brief Dims whose workspace (physics::data) also keeps the intermediate terms of the constraint
+/// rows that MuJoCo leaves in mjData: efc_pos, efc_margin, efc_diagApprox, efc_KBIP, efc_vel and
+/// each contact's mixed solref/solimp (con_solref, con_solimp). Without them (the default) those
+/// terms are computed where they are used and not stored, which saves 32 bytes per row and 28 per
+/// contact in float (the same bits either way: both paths share every formula, and the tests
+/// compare both with MuJoCo). Meant for comparing the stages with MuJoCo and for debugging.
+template <class Dims>
+struct dims_with_efc_terms : Dims {
+  static constexpr bool efc_terms = true;  ///< keep the rows' intermediate terms in the workspace
+};
+
 /// @brief The same model under other Dims that differ only in what sizes the workspace
-/// (capacities, the PGS solver): no constant of a model depends on those, so both types have the
+/// (capacities, the PGS solver, the rows' stored terms): no constant of a model depends on those, so both types have the
 /// same layout and the copy is exact. Host only.
 template <class NewDims, class Scalar, class Dims>
 model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
