@@ -1025,17 +1025,26 @@ struct peak_kernel {
   }
 };
 
+template <class Env, class = void>
+struct has_unhealthy_option : std::false_type {};
 template <class Env>
-void measure_peaks(const char* id, std::size_t n, std::uint64_t steps) {
+struct has_unhealthy_option<Env, std::void_t<decltype(std::declval<typename Env::Params&>().terminate_when_unhealthy)>>
+    : std::true_type {};
+
+template <class Env>
+void measure_peaks(const char* id, std::size_t n, std::uint64_t steps, bool terminate_when_unhealthy = true) {
   auto pc = rlk_test::zeros<int>(n);
   auto pr = rlk_test::zeros<int>(n);
   auto ov = rlk_test::zeros<std::uint32_t>(n);
-  for_each_index(rlk_test::backend(), n, peak_kernel<Env>{typename Env::Params{}, steps, pc.data(), pr.data(), ov.data()});
+  typename Env::Params params{};
+  if constexpr (has_unhealthy_option<Env>::value) params.terminate_when_unhealthy = terminate_when_unhealthy;
+  for_each_index(rlk_test::backend(), n, peak_kernel<Env>{params, steps, pc.data(), pr.data(), ov.data()});
   const auto c = pc.to_host(), r = pr.to_host();
   const auto o = ov.to_host();
-  std::printf("%s, random actions, %zu envs x %llu env steps: at most %d contacts and %d constraint rows in any forward "
-              "pass (capacities %d and %d; %llu steps overflowed)\n",
-              id, n, (unsigned long long)steps, *std::max_element(c.begin(), c.end()),
+  std::printf("%s%s, random actions, %zu envs x %llu env steps: at most %d contacts and %d constraint rows in any "
+              "forward pass (capacities %d and %d; %llu steps overflowed)\n",
+              id, terminate_when_unhealthy ? "" : " (terminate_when_unhealthy=False)", n, (unsigned long long)steps,
+              *std::max_element(c.begin(), c.end()),
               *std::max_element(r.begin(), r.end()), Env::dims::ncon, Env::dims::nefc,
               (unsigned long long)std::accumulate(o.begin(), o.end(), 0ull));
 }
@@ -1049,6 +1058,16 @@ TEST_CASE("the most contacts and rows the robots need under random actions", "[.
   measure_peaks<ant<double>>("Ant-v5", 16, 20000);
   measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000);
   measure_peaks<humanoid_standup<double>>("HumanoidStandup-v5", 16, 20000);
+  // Gymnasium's terminate_when_unhealthy=False: the robots lie on the floor and flail.
+  measure_peaks<hopper<double>>("Hopper-v5", 16, 20000, false);
+  measure_peaks<walker2d<double>>("Walker2d-v5", 16, 20000, false);
+  measure_peaks<ant<double>>("Ant-v5", 16, 20000, false);
+  measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000, false);
+  // ... with the capacities the env docs recommend for it
+  measure_peaks<hopper<double, true, physics::dims_with_capacity<models::hopper_dims, 8, 32>>>("Hopper-v5 8/32", 16,
+                                                                                             20000, false);
+  measure_peaks<humanoid<double, true, true, true, true, true, physics::dims_with_capacity<models::humanoid_dims, 24, 80>>>(
+      "Humanoid-v5 24/80", 16, 20000, false);
 }
 
 // ---- the 3D robots: long rollouts, thread counts -------------------------------------------------

@@ -48,8 +48,9 @@ namespace rlkernels {
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
 /// @tparam IncludeCfrcExt Gymnasium's include_cfrc_ext_in_observation
-/// @tparam Dims the model's sizes: models::ant_dims (contact and row capacities for every contact
-///         the model's pairs can make: 25 and 116), or physics::dims_with_capacity<models::ant_dims,
+/// @tparam Dims the model's sizes: models::ant_dims (16 contacts and 64 constraint rows, over the
+///         measured peaks 6 / 27 of random actions and 5 / 26 of a trained policy; the pairs could
+///         make 25 and 116), or physics::dims_with_capacity<models::ant_dims,
 ///         NCon, NEfc> for other capacities (a step that needs more ends the episode and is counted:
 ///         capacity_overflows())
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCfrcExt = true,

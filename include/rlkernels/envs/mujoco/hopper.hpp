@@ -13,6 +13,7 @@
 #include "mujoco_env.hpp"
 
 #include <limits>
+#include <type_traits>
 
 namespace rlkernels {
 
@@ -36,10 +37,15 @@ namespace rlkernels {
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
-template <class Scalar = float, bool ExcludeCurrentPositions = true>
+/// @tparam Dims the model's sizes: models::hopper_dims (6 contacts and 20 constraint rows, measured
+///         peaks 3 / 13 with the default termination; with terminate_when_unhealthy = false the
+///         hopper can lie on the floor and needs more: physics::dims_with_capacity<models::hopper_dims,
+///         8, 32>, or 14 / 44 for every contact its pairs can make; docs/physics.md). A step that
+///         needs more ends the episode and is counted: capacity_overflows()
+template <class Scalar = float, bool ExcludeCurrentPositions = true, class Dims = models::hopper_dims>
 struct hopper {
   using scalar_type = Scalar;                                  ///< state, observation, action, reward type
-  using dims = models::hopper_dims;                            ///< the model's sizes (nq 6, nv 6, nu 3)
+  using dims = Dims;                                           ///< the model's sizes (nq 6, nv 6, nu 3)
   using model_type = physics::model<Scalar, dims>;             ///< the physics model type
   static constexpr int nq = dims::nq;                          ///< position coordinates
   static constexpr int nv = dims::nv;                          ///< degrees of freedom
@@ -62,7 +68,7 @@ struct hopper {
   /// render_mode, width, height, camera_id, camera_name, max_geom, visual_options (rendering).
   /// exclude_current_positions_from_observation is the template parameter ExcludeCurrentPositions.
   struct Params {
-    model_type model = models::hopper<Scalar>();    ///< the physics model (xml_file = "hopper.xml")
+    model_type model = default_model();             ///< the physics model (xml_file = "hopper.xml")
     int frame_skip = 4;                              ///< physics steps per env step (values < 1 act as 1)
     Scalar forward_reward_weight = Scalar(1);        ///< weight of x_velocity in the reward
     Scalar ctrl_cost_weight = Scalar(1e-3);          ///< weight of sum(action^2)
@@ -136,6 +142,14 @@ struct hopper {
   /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel clipped to [-10, 10].
   RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
     detail::observe_state<ExcludeCurrentPositions>(s, true, obs);
+  }
+
+ private:
+  static model_type default_model() {
+    if constexpr (std::is_same<Dims, models::hopper_dims>::value)
+      return models::hopper<Scalar>();
+    else
+      return physics::rebind<Dims>(models::hopper<Scalar>());
   }
 };
 

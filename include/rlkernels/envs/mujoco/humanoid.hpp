@@ -182,10 +182,12 @@ struct humanoid_common {
 /// reset_noise_scale = 0.01; cinert, cvel and the centre of mass of that state (mj_forward);
 /// qfrc_actuator and cfrc_ext 0.
 ///
-/// The workspace holds models::humanoid_dims::ncon contacts and nefc rows (measured maxima with a
-/// margin: docs/physics.md); a step that needs more ends the episode and is counted
+/// The workspace holds models::humanoid_dims::ncon contacts and nefc rows (16 and 36: measured
+/// maxima with a margin, docs/physics.md); a step that needs more ends the episode and is counted
 /// (capacity_overflows()). Pass physics::dims_with_capacity<models::humanoid_dims, NCon, NEfc> as
-/// Dims for other capacities.
+/// Dims for other capacities. With terminate_when_unhealthy = false the humanoid lies on the floor
+/// and needs HumanoidStandup's: dims_with_capacity<models::humanoid_dims, 24, 80> (random actions
+/// then reach 14 contacts and 36 rows, and overflow the default 36 rows now and then).
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
 struct humanoid {
