@@ -22,6 +22,7 @@ Gymnasium's object array).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -186,6 +187,9 @@ class RlkVectorEnv(VectorEnv):
             self._rewards = self._env.rewards()
             self._terminated = self._env.terminated()
             self._truncated = self._env.truncated()
+        # the MuJoCo envs count the steps their engine could not compute or hold: warn on the first
+        self._engine_counters = bool(self._env.has_engine_counters)
+        self._engine_warned: set[str] = set()
         self.closed = False
 
     # ---- Gymnasium API ----
@@ -229,6 +233,8 @@ class RlkVectorEnv(VectorEnv):
             infos["_final_obs"] = done
             infos["final_info"] = {}
             infos["_final_info"] = done.copy()
+            if self._engine_counters and len(self._engine_warned) < 2 and term.any():
+                self._warn_engine_counters()
         if self._env.has_action_mask:
             infos["action_mask"] = self._env.action_masks()
             infos["_action_mask"] = np.ones(self.num_envs, dtype=np.bool_)
@@ -275,6 +281,35 @@ class RlkVectorEnv(VectorEnv):
 
     def clear_episode_statistics(self) -> None:
         self._env.clear_episode_statistics()
+
+    def unstable_steps(self) -> int:
+        """Env steps the physics engine could not compute (a non-finite or exploding state, where MuJoCo
+        warns and resets), summed over the batch: each ended its episode as terminated, with the
+        state before the step. 0 for envs without a physics engine."""
+        return int(self._env.unstable_steps())
+
+    def capacity_overflows(self) -> int:
+        """Env steps that needed more contacts or constraint rows than the model's workspace holds
+        (its capacities, docs/physics.md), summed over the batch: each ended its episode as
+        terminated; no contact was dropped. Non-zero: these settings need larger capacities (with
+        ``terminate_when_unhealthy=False``, Hopper-v5 and Humanoid-v5 can need more than their
+        defaults, which are sized for the default termination). 0 for envs without a physics engine."""
+        return int(self._env.capacity_overflows())
+
+    def _warn_engine_counters(self) -> None:
+        what = {
+            "capacity_overflows": "needed more contacts or constraint rows than the model's workspace holds (its "
+                                  "capacities are sized for the default termination; docs/physics.md, 'The workspace')",
+            "unstable_steps": "could not be computed by the physics engine (a non-finite or exploding state)",
+        }
+        for name, text in what.items():
+            if name in self._engine_warned:
+                continue
+            n = int(getattr(self._env, name)())
+            if n:
+                self._engine_warned.add(name)
+                warnings.warn(f"rlkernels {self._info['id']}: {n} env step(s) {text}; each ended its episode as "
+                              f"terminated. Count them with envs.{name}().", RuntimeWarning, stacklevel=3)
 
     def get_states(self) -> np.ndarray:
         """[N, state_bytes] uint8: a copy of the C++ State structs (their exact memory layout)."""

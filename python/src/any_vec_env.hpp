@@ -92,6 +92,14 @@ public:
   virtual void get_states(std::uint8_t* out) const = 0;
   /// Overwrites the N states from raw bytes and recomputes the observations.
   virtual void set_states(const std::uint8_t* in) = 0;
+
+  // ---- the physics engine's counters (the MuJoCo envs; the others have none) ----
+  virtual bool has_engine_counters() const = 0;  ///< the env's State counts unstable steps and capacity overflows
+  /// Env steps the engine could not compute, summed over the batch (rlkernels::unstable_steps; 0 without counters).
+  virtual std::uint64_t unstable_steps() const = 0;
+  /// Env steps that needed more contacts or constraint rows than the workspace holds, summed over
+  /// the batch (rlkernels::capacity_overflows; 0 without counters).
+  virtual std::uint64_t capacity_overflows() const = 0;
 };
 
 /// make_vec() for one scalar type and backend (one translation unit each, so the four compile in

@@ -16,11 +16,19 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rlkernels_python {
 
 namespace detail {
+
+/// True for States with the physics engine's counters (rlkernels::mujoco_state).
+template <class S, class = void>
+struct has_engine_counters : std::false_type {};
+template <class S>
+struct has_engine_counters<S, std::void_t<decltype(std::declval<const S&>().capacity_overflows),
+                                          decltype(std::declval<const S&>().unstable_steps)>> : std::true_type {};
 
 template <class T>
 param_value to_value(const T& field) {
@@ -187,6 +195,19 @@ public:
     }
   }
 
+  bool has_engine_counters() const override { return detail::has_engine_counters<typename Env::State>::value; }
+  std::uint64_t unstable_steps() const override {
+    if constexpr (detail::has_engine_counters<typename Env::State>::value)
+      return rlkernels::unstable_steps(env_);
+    else
+      return 0;
+  }
+  std::uint64_t capacity_overflows() const override {
+    if constexpr (detail::has_engine_counters<typename Env::State>::value)
+      return rlkernels::capacity_overflows(env_);
+    else
+      return 0;
+  }
   rlkernels::episode_statistics episode_statistics() const override { return env_.get_episode_statistics(); }
   void clear_episode_statistics() override { env_.clear_episode_statistics(); }
   void get_states(std::uint8_t* out) const override {

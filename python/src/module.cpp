@@ -458,6 +458,9 @@ NB_MODULE(_rlkernels, m) {
              return d;
            })
       .def("clear_episode_statistics", &any_vec_env::clear_episode_statistics)
+      .def_prop_ro("has_engine_counters", &any_vec_env::has_engine_counters)
+      .def("unstable_steps", &any_vec_env::unstable_steps)
+      .def("capacity_overflows", &any_vec_env::capacity_overflows)
       .def("get_states",
            [](const any_vec_env& e) {
              auto out = new_array<std::uint8_t>(e.num_envs(), e.state_bytes());

@@ -355,3 +355,47 @@ def test_set_states_checks_its_input():
     obs, _ = envs.reset(seed=0)
     envs.set_states(s)
     np.testing.assert_array_equal(envs._obs[:, 0], np.ones(4))
+
+
+# ---- the physics engine's counters: nothing ends an episode unannounced ----
+
+def test_engine_counters_are_read_and_a_rise_warns_once():
+    envs = rlkernels.make_vec("Hopper-v5", 8, seed=0, backend="serial", dtype="float64")
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    terminated = 0
+    for _ in range(300):
+        _, _, term, _, _ = envs.step(rng.uniform(-1, 1, size=(8, 3)))
+        terminated += int(term.sum())
+    assert terminated > 0  # Hopper falls: the counters were read on those steps
+    assert envs.unstable_steps() == 0
+    assert envs.capacity_overflows() == 0
+    assert not envs._engine_warned
+
+    class RisingCounter:  # the C++ env, but with 3 capacity overflows counted
+        def __init__(self, env):
+            self._e = env
+
+        def __getattr__(self, name):
+            return getattr(self._e, name)
+
+        def capacity_overflows(self):
+            return 3
+
+    envs._env = RisingCounter(envs._env)
+    assert envs.capacity_overflows() == 3
+    with pytest.warns(RuntimeWarning, match=r"Hopper-v5: 3 env step\(s\) needed more contacts or constraint rows"):
+        for _ in range(300):
+            envs.step(rng.uniform(-1, 1, size=(8, 3)))
+            if envs._engine_warned:
+                break
+    assert envs._engine_warned == {"capacity_overflows"}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once: later terminations stay quiet
+        for _ in range(100):
+            envs.step(rng.uniform(-1, 1, size=(8, 3)))
+
+    cartpole = rlkernels.make_vec("CartPole-v1", 4, seed=0, backend="serial")
+    assert not cartpole._env.has_engine_counters
+    assert cartpole.unstable_steps() == 0 and cartpole.capacity_overflows() == 0
