@@ -187,7 +187,7 @@ struct humanoid_common {
 /// (capacity_overflows()). Pass physics::dims_with_capacity<models::humanoid_dims, NCon, NEfc> as
 /// Dims for other capacities. With terminate_when_unhealthy = false the humanoid lies on the floor
 /// and needs HumanoidStandup's: dims_with_capacity<models::humanoid_dims, 24, 80> (random actions
-/// then reach 14 contacts and 36 rows, and overflow the default 36 rows now and then).
+/// then reach 12 contacts and 47 rows, and overflow the default 36 rows now and then).
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
 struct humanoid {
