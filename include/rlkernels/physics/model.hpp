@@ -301,9 +301,13 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
                     NewDims::npair == Dims::npair,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
-  result r;
-  std::memcpy(static_cast<void*>(&r), static_cast<const void*>(&m), sizeof r);
-  return r;
+  if constexpr (std::is_same<NewDims, Dims>::value) {
+    return m;  // the same type: nothing to rebind
+  } else {
+    result r;
+    std::memcpy(static_cast<void*>(&r), static_cast<const void*>(&m), sizeof r);
+    return r;
+  }
 }
 
 /// @brief The same model with the workspace capacities of dims_with_capacity<Dims, NCon, NEfc>.

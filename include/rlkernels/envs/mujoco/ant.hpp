@@ -203,12 +203,7 @@ struct ant {
   }
 
  private:
-  static model_type default_model() {
-    if constexpr (std::is_same<Dims, models::ant_dims>::value)
-      return models::ant<Scalar>();
-    else
-      return physics::with_capacity<Dims::ncon, Dims::nefc>(models::ant<Scalar>());
-  }
+  static model_type default_model() { return physics::rebind<Dims>(models::ant<Scalar>()); }
 
   /// np.clip: NaN stays NaN.
   RLK_HOST_DEVICE static Scalar clip(Scalar x, Scalar lo, Scalar hi) { return x < lo ? lo : (x > hi ? hi : x); }

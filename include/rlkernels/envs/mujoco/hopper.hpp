@@ -13,7 +13,6 @@
 #include "mujoco_env.hpp"
 
 #include <limits>
-#include <type_traits>
 
 namespace rlkernels {
 
@@ -145,12 +144,7 @@ struct hopper {
   }
 
  private:
-  static model_type default_model() {
-    if constexpr (std::is_same<Dims, models::hopper_dims>::value)
-      return models::hopper<Scalar>();
-    else
-      return physics::rebind<Dims>(models::hopper<Scalar>());
-  }
+  static model_type default_model() { return physics::rebind<Dims>(models::hopper<Scalar>()); }
 };
 
 }  // namespace rlkernels

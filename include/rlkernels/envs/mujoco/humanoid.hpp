@@ -296,12 +296,7 @@ struct humanoid {
   RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) { common::observe(s, obs); }
 
  private:
-  static model_type default_model() {
-    if constexpr (std::is_same<Dims, models::humanoid_dims>::value)
-      return models::humanoid<Scalar>();
-    else
-      return physics::rebind<Dims>(models::humanoid<Scalar>());
-  }
+  static model_type default_model() { return physics::rebind<Dims>(models::humanoid<Scalar>()); }
 };
 
 }  // namespace rlkernels

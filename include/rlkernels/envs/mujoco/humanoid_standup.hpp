@@ -115,12 +115,7 @@ struct humanoid_standup {
   RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) { common::observe(s, obs); }
 
  private:
-  static model_type default_model() {
-    if constexpr (std::is_same<Dims, models::humanoid_standup_dims>::value)
-      return models::humanoid_standup<Scalar>();
-    else
-      return physics::rebind<Dims>(models::humanoid_standup<Scalar>());
-  }
+  static model_type default_model() { return physics::rebind<Dims>(models::humanoid_standup<Scalar>()); }
 };
 
 }  // namespace rlkernels
