@@ -15,13 +15,15 @@
 # libgomp; the binaries' run path starts with $ORIGIN/../lib): the binaries compress about 3:1,
 # and run unpacks them into a temporary folder. Also reference.tar.gz (the tests' golden data: run unpacks it and points the
 # tests at it with RLK_REFERENCE_DIR), eigen3.tar.gz and wheels/ (Gymnasium: for the Python stages), manifest.json (commit, date, nvcc, binaries), ldd.txt and a copy of this script. It fails
-# if a binary needs a library outside the bundle, the CUDA toolkit's runtime and cuBLAS and the
+# if a binary needs a library outside the bundle, the CUDA toolkit's runtime, cuBLAS and NCCL and the
 # C/C++ runtime (glibc, libstdc++, libgcc_s, libgomp), or if DIR is over 60 MiB (the device
 # tool carries 64 MiB with the working tree). BUNDLE_PACK=0 leaves the four folders unpacked.
+# NCCL (libnccl.so.2, 218 MB; only tests/nccl_test_cuda links it) is never bundled.
 #
 # run runs, each stage under its own time limit and all within RUN_BUDGET_S (450 s; later stages are
 # skipped when it is spent), never stopping at a failure: the CUDA test binaries (TEST_JOBS = 4 at a
-# time), the env benchmarks at N = 2^16 .. 2^24 with CartPole's limit kernel and a device-to-device
+# time; nccl_test_cuda only where ldd finds libnccl.so.2 on that machine, else recorded as skipped),
+# the env benchmarks at N = 2^16 .. 2^24 with CartPole's limit kernel and a device-to-device
 # copy of the bytes a CartPole step moves (the MuJoCo envs Hopper-v5, Walker2d-v5, HalfCheetah-v5 in
 # float and double at 2^16 .. 2^22), PPO on CartPole-v1 to 475 (3 seeds), PPO on HalfCheetah-v5 for 1M
 # env steps, the SAC, TD3 and DQN presets, compute-sanitizer memcheck and racecheck on the smallest test binaries (when
@@ -129,9 +131,13 @@ usage() {
 # The libraries a bundled binary may take from the machine it runs on (ldd's left-hand names): the C
 # and C++ runtimes (glibc with its libm, libdl, libpthread and librt; libstdc++, libgcc_s; libgomp
 # for the OpenMP host code) and the CUDA toolkit's own runtime and cuBLAS (libcuda, the driver, is
-# opened by the runtime).
+# opened by the runtime), and NCCL: it ships with the CUDA Toolkit here (/usr/local/cuda/lib), and at
+# 218 MB it could not go into the 60 MiB bundle anyway. Only nccl_test_cuda needs it, and run skips
+# that test on a machine where it is not found (optional_lib_re: not found there is no error).
 system_lib_re='^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libgomp\.so\.1)$'
-toolkit_lib_re='^(libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+)$'
+toolkit_lib_re='^(libcudart\.so\.[0-9]+|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libnccl\.so\.2)$'
+optional_lib_re='^libnccl\.so\.2$'
+nccl_skip_reason="libnccl.so.2 not found on this machine (NCCL is not in the bundle: 218 MB)"
 
 # Every bundled program: DIR/{tests,benchmarks,examples}/*_cuda.
 bundle_binaries() {
@@ -171,7 +177,9 @@ check_bundle_libraries() {
   for name in $(printf '%s\n' "${!where[@]}" | sort); do
     local kind
     target="${where[$name]}"
-    if [[ "$target" == "NOT FOUND" ]]; then
+    if [[ "$target" == "NOT FOUND" && "$name" =~ $optional_lib_re ]]; then
+      kind="not found here (optional: only nccl_test_cuda needs it; run skips that test)"
+    elif [[ "$target" == "NOT FOUND" ]]; then
       kind="ERROR: not found"
       bad=1
     elif [[ "$target" == "$dir/lib/"* ]]; then
@@ -451,7 +459,7 @@ PY
   fi
 }
 
-# Makes the CUDA toolkit's libraries (cudart, cuBLAS) findable when a binary's run path misses
+# Makes the CUDA toolkit's libraries (cudart, cuBLAS, NCCL) findable when a binary's run path misses
 # them: the first folder among the usual places that holds each missing library joins
 # LD_LIBRARY_PATH.
 find_toolkit_libraries() {
@@ -459,9 +467,10 @@ find_toolkit_libraries() {
   missing="$(for b in $(bundle_binaries "$dir"); do ldd "$b" 2>/dev/null; done | awk '/=> not found/ {print $1}' | sort -u)"
   [[ -n "$missing" ]] || return 0
   local places=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda-*/lib64
-    /usr/local/cuda-*/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/local/lib)
-  local module pip_dir  # pip's nvidia-cuda-runtime and nvidia-cublas (e.g. next to PyTorch)
-  for module in cuda_runtime cublas cu13; do
+    /usr/local/cuda-*/targets/x86_64-linux/lib /usr/local/cuda/lib /usr/local/cuda-*/lib /usr/lib/x86_64-linux-gnu
+    /usr/local/lib)
+  local module pip_dir  # pip's nvidia-cuda-runtime, nvidia-cublas and nvidia-nccl (e.g. next to PyTorch)
+  for module in cuda_runtime cublas cu13 nccl; do
     pip_dir="$(python3 -c "import os, nvidia.$module as m; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)"
     [[ -z "$pip_dir" ]] || places+=("$pip_dir")
   done
@@ -481,6 +490,11 @@ find_toolkit_libraries() {
 run_tests() {
   local jobs="${TEST_JOBS:-4}" bin pids=()
   test_stage() {
+    # nccl_test_cuda needs NCCL from this machine (not bundled): run only where ldd resolves it.
+    if [[ "$(basename "$1")" == nccl_test_cuda ]] && ! ldd "$1" 2>/dev/null | grep -q -E '^[[:space:]]*libnccl\.so\.2 => /'; then
+      skip "test.$(basename "$1")" test "$nccl_skip_reason"
+      return 0
+    fi
     stage "test.$(basename "$1")" test "${TEST_TIMEOUT_S:-180}" \
       env RLK_REFERENCE_DIR="$refdir" "$1" --durations yes --use-colour no
   }
@@ -563,7 +577,8 @@ run_trainers() {
   stage train.dqn_cartpole train 120 "$e/train_dqn_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$train"
 }
 
-# compute-sanitizer memcheck on the three smallest test binaries and racecheck on the two smallest.
+# compute-sanitizer memcheck on the three smallest test binaries and racecheck on the two smallest
+# (not nccl_test_cuda: it starts a second process and needs NCCL, which may be missing).
 run_sanitizers() {
   local cs bin
   cs="$(command -v compute-sanitizer || true)"
@@ -575,7 +590,8 @@ run_sanitizers() {
     return
   fi
   local smallest
-  smallest="$(ls -S -r "$dir"/tests/*_cuda | head -3)"
+  # shellcheck disable=SC2010  # the bundle's own file names
+  smallest="$(ls -S -r "$dir"/tests/*_cuda | grep -v '/nccl_test_cuda$' | head -3)"
   for bin in $smallest; do
     stage "memcheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$refdir" "$cs" --tool memcheck \
       --error-exitcode 99 --print-limit 20 "$bin" --use-colour no
@@ -596,7 +612,8 @@ write_summary() {
     [[ "$overall" == pass ]]
     return
   fi
-  python3 - "$out" "$dir" "$overall" "$reason" "$budget" "$((SECONDS - run_started))" <<'PY'
+  RLK_OPTIONAL_LIB_RE="$optional_lib_re" \
+    python3 - "$out" "$dir" "$overall" "$reason" "$budget" "$((SECONDS - run_started))" <<'PY'
 import csv, json, os, re, statistics, sys
 
 out, bundle, overall, reason, budget, seconds = sys.argv[1:7]
@@ -739,8 +756,13 @@ for s in stages:
             s["rows"] = rows
     elif kind == "libraries":
         missing = sorted(set(re.findall(r"^\s*(\S+) => not found", read(os.path.join(logs, "ldd.txt")), re.M)))
+        optional_re = os.environ.get("RLK_OPTIONAL_LIB_RE", r"^libnccl\.so\.2$")
+        optional = [m for m in missing if re.fullmatch(optional_re, m)]  # NCCL: its test is skipped
+        missing = [m for m in missing if m not in optional]
         if missing:
             s["missing"] = missing
+        if optional:
+            s["optional_missing"] = optional
 
 for s in stages:
     if s["status"] == "skipped" and "time budget" in read(os.path.join(logs, s["name"] + ".log")):
@@ -832,8 +854,10 @@ def detail(s):
     if k == "python" and s.get("rows"):
         return "; ".join(f"{r['env']} N={r['num_envs']}: " + (f"{r['env_steps_per_s'] / 1e6:.1f}M/s" if "env_steps_per_s" in r
                          else "error") for r in s["rows"])
-    if k == "libraries" and s.get("missing"):
-        return "missing: " + ", ".join(s["missing"])
+    if k == "libraries" and (s.get("missing") or s.get("optional_missing")):
+        return "; ".join(p for p in ("missing: " + ", ".join(s["missing"]) if s.get("missing") else "",
+                                     "optional, not found: " + ", ".join(s["optional_missing"]) + " (its test skipped)"
+                                     if s.get("optional_missing") else "") if p)
     return s.get("note", "")
 
 
@@ -845,8 +869,10 @@ for s in stages:
 tests = [s for s in stages if s["kind"] == "test"]
 if tests:
     n = sum(s.get("test_cases", 0) for s in tests)
-    bad = sum(1 for s in tests if s["status"] != "pass")
-    t.append(f"CUDA tests: {len(tests) - bad}/{len(tests)} binaries passed, {n} test cases run")
+    skipped = sum(1 for s in tests if s["status"] == "skipped" and not s.get("budget_spent"))
+    bad = sum(1 for s in tests if s["status"] != "pass") - skipped
+    t.append(f"CUDA tests: {len(tests) - skipped - bad}/{len(tests) - skipped} binaries passed, "
+             + (f"{skipped} skipped (see the table), " if skipped else "") + f"{n} test cases run")
 
 if env_rates:
     sizes = sorted({n for e in env_rates.values() for d in e.values() for n in d})

@@ -1,0 +1,556 @@
+// rlkernels/distributed/nccl.hpp
+// rlkernels::communicator over NCCL: one process per GPU, collectives on device memory. Compile
+// with nvcc (the class exists only when RLK_HAS_CUDA) and link libnccl (-lnccl). Under a host
+// compiler this header declares nothing.
+//
+// Start-up: rank 0 makes the NCCL unique id and shares it, either over TCP from a torchrun-style
+// launcher's environment (tcp_bootstrap.hpp) or through another communicator (MPI). NCCL is
+// initialised non-blocking (ncclConfig_t::blocking = 0) and every wait, the initialisation's
+// included, polls ncclCommGetAsyncError and the stream until done or the deadline: then the
+// communicator is aborted (ncclCommAbort) and the call throws distributed_error naming this rank
+// and the operation. No call hangs on a dead or missing peer.
+#pragma once
+
+#include "../core/config.hpp"
+
+#if RLK_HAS_CUDA
+
+#include "../core/backend.hpp"
+#include "../core/communicator.hpp"
+#include "../core/error.hpp"
+#include "tcp_bootstrap.hpp"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rlkernels {
+namespace detail {
+
+/// out[i] = ((parts[i] + parts[count + i]) + parts[2 count + i]) + ... over `ranks` parts, then
+/// divided by `ranks` when `mean`: the device twin of fold_in_order (same additions, same order,
+/// so the same bits as the host fold and as one process adding the parts; compile without
+/// --use_fast_math, whose approximate division would differ).
+template <class T>
+__global__ void nccl_fold_in_order_kernel(const T* parts, std::size_t count, int ranks, bool mean, T* out) {
+  const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    T s = parts[i];
+    for (int r = 1; r < ranks; ++r) s = T(s + parts[std::size_t(r) * count + i]);
+    out[i] = mean ? T(s / T(ranks)) : s;
+  }
+}
+
+/// data[i] = data[i] / ranks (the mean of a native all-reduce, after NCCL's sum).
+template <class T>
+__global__ void nccl_divide_kernel(T* data, std::size_t count, int ranks) {
+  const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    data[i] = T(data[i] / T(ranks));
+}
+
+/// A device allocation that only grows (cudaMalloc on its device), freed by the destructor.
+class nccl_device_scratch {
+ public:
+  explicit nccl_device_scratch(int device) noexcept : device_(device) {}
+  nccl_device_scratch(const nccl_device_scratch&) = delete;
+  nccl_device_scratch& operator=(const nccl_device_scratch&) = delete;
+  ~nccl_device_scratch() { release(); }
+  /// At least `bytes` bytes (the device must be current).
+  void* ensure(std::size_t bytes) {
+    if (bytes > bytes_ || data_ == nullptr) {
+      release();
+      RLK_CUDA_CHECK(cudaMalloc(&data_, std::max<std::size_t>(bytes, 256)));
+      bytes_ = std::max<std::size_t>(bytes, 256);
+    }
+    return data_;
+  }
+
+ private:
+  void release() noexcept {
+    if (data_ == nullptr) return;
+    device_guard guard(device_, std::nothrow);
+    const cudaError_t status = cudaFree(data_);
+    if (status != cudaSuccess) record_deferred_cuda_error(status, "cudaFree (rlkernels::nccl_communicator scratch)",
+                                                          __FILE__, __LINE__);
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+  int device_;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// The communicator's own stream (for staging host memory), destroyed by the destructor.
+class nccl_owned_stream {
+ public:
+  nccl_owned_stream() = default;
+  nccl_owned_stream(const nccl_owned_stream&) = delete;
+  nccl_owned_stream& operator=(const nccl_owned_stream&) = delete;
+  ~nccl_owned_stream() {
+    if (stream_ == nullptr) return;
+    device_guard guard(device_, std::nothrow);
+    (void)cudaStreamDestroy(stream_);
+  }
+  void create(int device) {
+    device_ = device;
+    RLK_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  cudaStream_t get() const noexcept { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  int device_ = 0;
+};
+
+/// The NCCL communicator handle: finalised and destroyed when healthy (waiting at most the
+/// timeout for the finalisation), aborted when a collective failed.
+struct nccl_comm_handle {
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  double timeout_seconds = 0;
+  bool failed = false;
+
+  nccl_comm_handle() = default;
+  nccl_comm_handle(const nccl_comm_handle&) = delete;
+  nccl_comm_handle& operator=(const nccl_comm_handle&) = delete;
+
+  /// ncclCommAbort (never blocks on the peers); the handle is gone after.
+  void abort() noexcept {
+    failed = true;
+    if (comm == nullptr) return;
+    (void)ncclCommAbort(comm);
+    comm = nullptr;
+  }
+
+  ~nccl_comm_handle() {
+    if (comm == nullptr) return;
+    device_guard guard(device, std::nothrow);
+    if (failed) {
+      abort();
+      return;
+    }
+    ncclResult_t result = ncclCommFinalize(comm);
+    if (result == ncclSuccess || result == ncclInProgress) {
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(timeout_seconds));
+      ncclResult_t state = ncclInProgress;
+      while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (state == ncclSuccess) {
+        (void)ncclCommDestroy(comm);
+        comm = nullptr;
+        return;
+      }
+    }
+    abort();
+  }
+};
+
+}  // namespace detail
+
+/// @brief rlkernels::communicator over NCCL: rank r drives one CUDA device; collectives run on
+/// that device with NCCL (NVLink, PCIe, InfiniBand or sockets, as NCCL finds them).
+///
+///     auto env = rlkernels::launcher_environment::from_env();     // torchrun's variables
+///     rlkernels::nccl_communicator comm(*env);                     // cudaSetDevice(LOCAL_RANK)
+///     rlkernels::cuda_backend backend{...};                        // on that device
+///
+/// Every collective is blocking: it enqueues NCCL's operation on the buffer's stream (device
+/// memory) or on the communicator's own stream (host memory, staged through a device scratch
+/// buffer), then waits for that stream, polling ncclCommGetAsyncError and cudaStreamQuery
+/// (spinning for 100 microseconds, then sleeping 50 microseconds between polls) until done or
+/// the deadline (timeout_seconds()). So each costs one stream synchronisation beyond NCCL's
+/// transfer. After a distributed_error the communicator is aborted and unusable: end the
+/// process (abort()). One thread at a time may call it.
+class nccl_communicator final : public communicator {
+ public:
+  /// @brief Joins the job a torchrun-style launcher started: makes env.local_rank the calling
+  /// thread's CUDA device (cudaSetDevice, left current), rank 0 makes the NCCL unique id and sends
+  /// it to every rank over TCP (tcp_broadcast_bytes on env.master_addr:env.master_port), then every
+  /// rank initialises NCCL. Costs a TCP connection per rank and NCCL's initialisation (typically
+  /// 0.1 .. a few seconds); the TCP exchange and the initialisation each wait at most
+  /// `timeout_seconds`.
+  /// @param env this rank's place in the job (launcher_environment::from_env())
+  /// @param timeout_seconds how long any call waits for the other ranks, > 0
+  /// @throw std::invalid_argument on a bad env or timeout, or a LOCAL_RANK with no CUDA device;
+  ///        cuda_error if CUDA fails; distributed_error if the TCP exchange or NCCL's
+  ///        initialisation fails or times out (rank 0's message names the ranks that never connected)
+  explicit nccl_communicator(const launcher_environment& env, double timeout_seconds = 60.0)
+      : rank_(env.rank), size_(env.world_size), device_(env.local_rank), timeout_(timeout_seconds),
+        staging_(env.local_rank), gathered_(env.local_rank) {
+    check_arguments("launcher_environment: LOCAL_RANK");
+    RLK_CUDA_CHECK(cudaSetDevice(device_));
+    std::vector<std::uint8_t> id_bytes;
+    ncclResult_t id_result = ncclSuccess;
+    if (rank_ == 0) {
+      ncclUniqueId id;
+      id_result = ncclGetUniqueId(&id);
+      if (id_result == ncclSuccess) id_bytes.assign(id.internal, id.internal + sizeof(id.internal));
+    }
+    // On failure rank 0 still sends (no bytes), so that the others fail now instead of at their deadline.
+    id_bytes = tcp_broadcast_bytes(env, std::move(id_bytes), timeout_);
+    if (id_result != ncclSuccess)
+      fail_nccl("init", "the NCCL unique id", id_result, "ncclGetUniqueId failed");
+    if (id_bytes.size() != sizeof(ncclUniqueId))
+      fail("init", "the NCCL unique id",
+           "rank 0 sent " + std::to_string(id_bytes.size()) + " bytes instead of a " +
+               std::to_string(sizeof(ncclUniqueId)) + "-byte NCCL unique id (ncclGetUniqueId failed on rank 0: see "
+               "its message)");
+    ncclUniqueId id;
+    std::memcpy(id.internal, id_bytes.data(), sizeof(id.internal));
+    init(id);
+  }
+
+  /// @brief Builds NCCL over an existing communicator (say, an mpi_communicator): rank and size
+  /// are bootstrap's, rank 0 makes the NCCL unique id and broadcasts it through
+  /// bootstrap.broadcast_raw (host memory), and `device` becomes the calling thread's CUDA device
+  /// (cudaSetDevice, left current). Costs one small broadcast on bootstrap and NCCL's
+  /// initialisation (waited for at most `timeout_seconds`). bootstrap may be destroyed after.
+  /// @param bootstrap every rank of the job, in the same order
+  /// @param device the CUDA device this rank drives (on one machine, usually its local rank)
+  /// @param timeout_seconds how long any call waits for the other ranks, > 0
+  /// @throw std::invalid_argument on a bad device or timeout; cuda_error if CUDA fails;
+  ///        distributed_error if the broadcast or NCCL's initialisation fails or times out
+  nccl_communicator(communicator& bootstrap, int device, double timeout_seconds = 60.0)
+      : rank_(bootstrap.rank()), size_(bootstrap.size()), device_(device), timeout_(timeout_seconds),
+        staging_(device), gathered_(device) {
+    check_arguments("device");
+    RLK_CUDA_CHECK(cudaSetDevice(device_));
+    struct id_packet {
+      std::int32_t result;  // rank 0's ncclGetUniqueId result
+      ncclUniqueId id;
+    } packet;
+    std::memset(&packet, 0, sizeof(packet));
+    if (rank_ == 0) packet.result = static_cast<std::int32_t>(ncclGetUniqueId(&packet.id));
+    bootstrap.broadcast_raw(&packet, sizeof(packet), 0, memory_location{}, "the NCCL unique id");
+    if (packet.result != static_cast<std::int32_t>(ncclSuccess))
+      fail("init", "the NCCL unique id",
+           std::string("ncclGetUniqueId failed on rank 0: ") +
+               ncclGetErrorString(static_cast<ncclResult_t>(packet.result)));
+    init(packet.id);
+  }
+
+  nccl_communicator(const nccl_communicator&) = delete;
+  nccl_communicator& operator=(const nccl_communicator&) = delete;
+
+  /// Finalises and destroys the NCCL communicator (ncclCommFinalize, waited for at most
+  /// timeout_seconds(), then ncclCommDestroy), or aborts it if a call failed; frees the scratch
+  /// buffers and the stream. Never throws.
+  ~nccl_communicator() override = default;
+
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
+  std::string name() const override { return "NCCL"; }
+  double timeout_seconds() const noexcept override { return timeout_; }
+  /// The NCCL communicator (null after a failure).
+  ncclComm_t native_handle() const noexcept { return comm_.comm; }
+  /// The CUDA device this rank drives.
+  int device() const noexcept { return device_; }
+  /// The communicator's own stream, on which host memory is staged.
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+
+  /// @brief In-place all-reduce of `count` elements. native: ncclAllReduce (sum; a mean then
+  /// divides on the device): 2 (R - 1) / R of the bytes moved per rank. ordered: ncclAllGather into
+  /// a device scratch of R * count elements, then a kernel adds the parts in rank order (bit
+  /// reproducible, equal to fold_host): R times the bytes and the memory. Host memory is copied to
+  /// and from the device around it.
+  /// @throw std::invalid_argument for device memory of another device than device();
+  ///        distributed_error on a NCCL failure or timeout; cuda_error if a CUDA call fails
+  void all_reduce_raw(void* data, std::size_t count, element_kind kind, reduce_op op, reduction_order order,
+                      memory_location where, const char* what) override {
+    ensure_usable("all_reduce", what);
+    if (count == 0 || size_ == 1) return;  // one rank: the sum is the data, the mean divides by 1
+    const std::size_t bytes = count * detail::element_bytes(kind);
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_for(where, "all_reduce", what);
+    const auto deadline = deadline_from_now();
+    void* buffer = data;
+    if (!where.device) {
+      buffer = staging_.ensure(bytes);
+      RLK_CUDA_CHECK(cudaMemcpyAsync(buffer, data, bytes, cudaMemcpyHostToDevice, stream));
+    }
+    const bool mean = op == reduce_op::mean;
+    if (order == reduction_order::native) {
+      enqueue(ncclAllReduce(buffer, buffer, count, nccl_type(kind), ncclSum, comm_.comm, stream), "all_reduce", what,
+              deadline);
+      if (mean) launch(kind, count, stream, [&](auto zero, unsigned grid) {
+        using T = decltype(zero);
+        detail::nccl_divide_kernel<T><<<grid, block, 0, stream>>>(static_cast<T*>(buffer), count, size_);
+      });
+    } else {
+      void* gathered = gathered_.ensure(bytes * std::size_t(size_));
+      enqueue(ncclAllGather(buffer, gathered, count, nccl_type(kind), comm_.comm, stream), "all_reduce", what,
+              deadline);
+      launch(kind, count, stream, [&](auto zero, unsigned grid) {
+        using T = decltype(zero);
+        detail::nccl_fold_in_order_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(gathered), count,
+                                                                         size_, mean, static_cast<T*>(buffer));
+      });
+    }
+    wait_stream(stream, "all_reduce", what, deadline);
+    if (!where.device) copy_to_host(data, buffer, bytes);
+  }
+
+  /// @brief Replaces `bytes` bytes at `data` with root's (ncclBroadcast of ncclChar); host memory
+  /// is staged through the device. Costs about `bytes` moved per rank.
+  /// @throw std::invalid_argument for a root that is not a rank; distributed_error on a NCCL
+  ///        failure or timeout; cuda_error if a CUDA call fails
+  void broadcast_raw(void* data, std::size_t bytes, int root, memory_location where, const char* what) override {
+    RLK_EXPECTS(root >= 0 && root < size_, std::invalid_argument, "rlkernels::nccl_communicator::broadcast of '",
+                what, "': root ", root, " is not a rank (0 .. ", size_ - 1, ")");
+    ensure_usable("broadcast", what);
+    if (bytes == 0 || size_ == 1) return;
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_for(where, "broadcast", what);
+    const auto deadline = deadline_from_now();
+    void* buffer = data;
+    if (!where.device) {
+      buffer = staging_.ensure(bytes);
+      if (rank_ == root) RLK_CUDA_CHECK(cudaMemcpyAsync(buffer, data, bytes, cudaMemcpyHostToDevice, stream));
+    }
+    enqueue(ncclBroadcast(buffer, buffer, bytes, ncclChar, root, comm_.comm, stream), "broadcast", what, deadline);
+    wait_stream(stream, "broadcast", what, deadline);
+    if (!where.device && rank_ != root) copy_to_host(data, buffer, bytes);
+  }
+
+  /// @brief Every rank's `bytes` host bytes in rank order at `out` (ncclAllGather of ncclChar,
+  /// staged through the device). Costs R * bytes received per rank.
+  /// @throw distributed_error on a NCCL failure or timeout; cuda_error if a CUDA call fails
+  void all_gather_raw(const void* data, std::size_t bytes, void* out, const char* what) override {
+    ensure_usable("all_gather", what);
+    if (bytes == 0) return;
+    if (size_ == 1) {
+      std::memmove(out, data, bytes);
+      return;
+    }
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_.get();
+    const auto deadline = deadline_from_now();
+    void* mine = staging_.ensure(bytes);
+    void* all = gathered_.ensure(bytes * std::size_t(size_));
+    RLK_CUDA_CHECK(cudaMemcpyAsync(mine, data, bytes, cudaMemcpyHostToDevice, stream));
+    enqueue(ncclAllGather(mine, all, bytes, ncclChar, comm_.comm, stream), "all_gather", what, deadline);
+    wait_stream(stream, "all_gather", what, deadline);
+    copy_to_host(out, all, bytes * std::size_t(size_));
+  }
+
+  /// @brief Root receives every rank's host bytes in rank order (the others an empty list): an
+  /// all-gather of the sizes, then of every rank's bytes padded to the largest. Costs R times the
+  /// largest part received per rank (every rank receives all, not only root).
+  /// @throw std::invalid_argument for a root that is not a rank; distributed_error on a NCCL
+  ///        failure or timeout; cuda_error if a CUDA call fails
+  std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& bytes, int root,
+                                                      const char* what) override {
+    RLK_EXPECTS(root >= 0 && root < size_, std::invalid_argument, "rlkernels::nccl_communicator::gather_bytes of '",
+                what, "': root ", root, " is not a rank (0 .. ", size_ - 1, ")");
+    ensure_usable("gather_bytes", what);
+    if (size_ == 1) return {bytes};
+    const std::uint64_t mine = bytes.size();
+    std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_), 0);
+    all_gather_raw(&mine, sizeof(mine), sizes.data(), what);
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    std::vector<std::uint8_t> all;
+    if (largest > 0) {
+      std::vector<std::uint8_t> padded(static_cast<std::size_t>(largest), 0);
+      std::copy(bytes.begin(), bytes.end(), padded.begin());
+      all.resize(static_cast<std::size_t>(largest) * std::size_t(size_));
+      all_gather_raw(padded.data(), padded.size(), all.data(), what);
+    }
+    std::vector<std::vector<std::uint8_t>> parts;
+    if (rank_ != root) return parts;
+    for (int r = 0; r < size_; ++r) {
+      const auto first = all.begin() + static_cast<std::ptrdiff_t>(std::size_t(r) * std::size_t(largest));
+      parts.emplace_back(first, first + static_cast<std::ptrdiff_t>(sizes[std::size_t(r)]));
+    }
+    return parts;
+  }
+
+  /// @brief Waits for every rank: an all-reduce of one int on the communicator's stream.
+  /// @throw distributed_error on a NCCL failure or timeout; cuda_error if a CUDA call fails
+  void barrier(const char* what) override {
+    ensure_usable("barrier", what);
+    if (size_ == 1) return;
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_.get();
+    const auto deadline = deadline_from_now();
+    void* one = staging_.ensure(sizeof(int));
+    RLK_CUDA_CHECK(cudaMemsetAsync(one, 0, sizeof(int), stream));
+    enqueue(ncclAllReduce(one, one, 1, ncclInt32, ncclSum, comm_.comm, stream), "barrier", what, deadline);
+    wait_stream(stream, "barrier", what, deadline);
+  }
+
+  /// @brief Aborts the NCCL communicator (ncclCommAbort) and ends this process at once with
+  /// `code` (std::_Exit: no destructors, no atexit handlers). NCCL cannot end the other ranks:
+  /// they fail their next collective (NCCL's remote error or their deadline), or the launcher
+  /// ends them when this process exits.
+  [[noreturn]] void abort(int code) noexcept override {
+    comm_.abort();
+    std::_Exit(code);
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  static constexpr unsigned block = 256;
+
+  void check_arguments(const char* device_name) {
+    RLK_EXPECTS(timeout_ > 0 && timeout_ < 1e9, std::invalid_argument,
+                "rlkernels::nccl_communicator: timeout_seconds must be > 0 (and finite), got ", timeout_);
+    RLK_EXPECTS(size_ >= 1 && rank_ >= 0 && rank_ < size_, std::invalid_argument,
+                "rlkernels::nccl_communicator: rank ", rank_, " is not a rank of a world of size ", size_);
+    int devices = 0;
+    RLK_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    RLK_EXPECTS(device_ >= 0 && device_ < devices, std::invalid_argument, "rlkernels::nccl_communicator: ",
+                device_name, " ", device_, " is not a CUDA device of this machine (it has ", devices, ")");
+    comm_.device = device_;
+    comm_.timeout_seconds = timeout_;
+  }
+
+  void init(const ncclUniqueId& id) {
+    stream_.create(device_);
+    const auto deadline = deadline_from_now();
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclUniqueId copy = id;
+    const ncclResult_t result = ncclCommInitRankConfig(&comm_.comm, size_, copy, rank_, &config);
+    if (result != ncclSuccess && result != ncclInProgress)
+      fail_nccl("init", "the NCCL communicator", result, "ncclCommInitRankConfig failed");
+    wait(nullptr, false, "init", "the NCCL communicator", deadline);
+  }
+
+  clock::time_point deadline_from_now() const {
+    return clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_));
+  }
+
+  cudaStream_t stream_for(const memory_location& where, const char* op, const char* what) const {
+    if (!where.device) return stream_.get();
+    RLK_EXPECTS(where.device_index == device_, std::invalid_argument, "rlkernels::nccl_communicator::", op, " of '",
+                what, "': the buffer is on CUDA device ", where.device_index, ", this rank drives device ", device_);
+    return static_cast<cudaStream_t>(where.stream);
+  }
+
+  static ncclDataType_t nccl_type(element_kind kind) {
+    switch (kind) {
+      case element_kind::f32: return ncclFloat32;
+      case element_kind::f64: return ncclFloat64;
+      default: return ncclUint64;
+    }
+  }
+
+  /// Calls launch_kernel(T{}, grid) with T the element type of `kind`, then checks the launch.
+  template <class Launch>
+  void launch(element_kind kind, std::size_t count, cudaStream_t, Launch&& launch_kernel) {
+    const unsigned grid = detail::grid_size_for(count, block);
+    switch (kind) {
+      case element_kind::f32: launch_kernel(float{}, grid); break;
+      case element_kind::f64: launch_kernel(double{}, grid); break;
+      default: launch_kernel(std::uint64_t{}, grid); break;
+    }
+    const cudaError_t status = cudaGetLastError();
+    if (status != cudaSuccess) fail_cuda("all_reduce", "its reduction kernel", status);
+  }
+
+  /// A NCCL call that queues work: on ncclInProgress waits (to the deadline) until NCCL has queued
+  /// it, so that what follows on the stream runs after it.
+  void enqueue(ncclResult_t result, const char* op, const char* what, clock::time_point deadline) {
+    if (result != ncclSuccess && result != ncclInProgress) fail_nccl(op, what, result, "NCCL refused the operation");
+    wait(nullptr, false, op, what, deadline);
+  }
+
+  void wait_stream(cudaStream_t stream, const char* op, const char* what, clock::time_point deadline) {
+    wait(stream, true, op, what, deadline);
+  }
+
+  /// Polls NCCL's state (and then `stream`, if `query_stream`) until done or the deadline.
+  void wait(cudaStream_t stream, bool query_stream, const char* op, const char* what, clock::time_point deadline) {
+    const auto start = clock::now();
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t query = ncclCommGetAsyncError(comm_.comm, &state);
+      if (query != ncclSuccess) fail_nccl(op, what, query, "ncclCommGetAsyncError failed");
+      if (state != ncclSuccess && state != ncclInProgress) fail_nccl(op, what, state, "NCCL reported an error");
+      if (state == ncclSuccess) {
+        if (!query_stream) return;
+        const cudaError_t done = cudaStreamQuery(stream);
+        if (done == cudaSuccess) return;
+        if (done != cudaErrorNotReady) fail_cuda(op, what, done);
+      }
+      const auto now = clock::now();
+      if (now >= deadline) {
+        std::ostringstream seconds;
+        seconds << timeout_ << " s";
+        fail_timeout(op, what, state,
+                  std::string("timed out after ") + seconds.str() +
+                      (std::strcmp(op, "init") == 0
+                           ? " (a rank did not start or cannot reach the others: check that every rank runs, and "
+                             "NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO)"
+                           : " waiting for the other ranks (a rank died, hangs, or called the collectives in "
+                             "another order)"));
+      }
+      if (now - start > std::chrono::microseconds(100)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  /// Device scratch to host memory on the communicator's stream (local: no peer involved).
+  void copy_to_host(void* out, const void* device_data, std::size_t bytes) {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(out, device_data, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    RLK_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  void ensure_usable(const char* op, const char* what) const {
+    if (comm_.failed || comm_.comm == nullptr)
+      throw distributed_error(rank_, "rlkernels::nccl_communicator: " + where_am_i() + ": " + op + " of '" + what +
+                                         "': the communicator is unusable after an earlier failure (end the process)");
+  }
+
+  [[noreturn]] void fail(const char* op, const char* what, const std::string& why) {
+    comm_.abort();
+    throw distributed_error(rank_, "rlkernels::nccl_communicator: " + where_am_i() + ": " + op + " of '" + what +
+                                       "': " + why);
+  }
+
+  [[noreturn]] void fail_nccl(const char* op, const char* what, ncclResult_t result, const std::string& why) {
+    const char* last = ncclGetLastError(comm_.comm);  // before the abort frees the communicator
+    std::string message = why + " (" + ncclGetErrorString(result);
+    if (last != nullptr && *last != '\0') message += std::string("; NCCL's last error: ") + last;
+    message += ")";
+    fail(op, what, message);
+  }
+
+  [[noreturn]] void fail_timeout(const char* op, const char* what, ncclResult_t state, const std::string& why) {
+    const char* last = ncclGetLastError(comm_.comm);
+    std::string message = why + (state == ncclInProgress ? " (NCCL had not finished queueing the operation"
+                                                         : " (NCCL queued the operation; the stream did not finish");
+    if (last != nullptr && *last != '\0') message += std::string("; NCCL's last error: ") + last;
+    message += ")";
+    fail(op, what, message);
+  }
+
+  [[noreturn]] void fail_cuda(const char* op, const char* what, cudaError_t status) {
+    fail(op, what, std::string("CUDA error ") + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+  }
+
+  int rank_, size_, device_;
+  double timeout_;
+  // Destroyed in reverse order: the buffers, the stream, then the NCCL communicator.
+  detail::nccl_comm_handle comm_;
+  detail::nccl_owned_stream stream_;
+  detail::nccl_device_scratch staging_, gathered_;
+};
+
+}  // namespace rlkernels
+
+#endif  // RLK_HAS_CUDA
