@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -127,6 +128,85 @@ TEST_CASE("ppo: a run is reproducible, and the same on serial and OpenMP with an
   CHECK(train(serial_backend{}) == first);
   for (int threads : {1, 2, 3}) CHECK(train(openmp_backend{threads, 0}) == first);
 #endif
+}
+
+namespace {
+/// Both networks' and the log-std's parameters after training `c` to the end.
+template <class Env>
+std::vector<double> trained_parameters(const ppo_config& c) {
+  ppo<Env, backend_t> agent(rlk_test::backend(), c);
+  while (!agent.done()) agent.iterate();
+  std::vector<double> p = agent.actor().parameters_to_host();
+  const std::vector<double> v = agent.critic().parameters_to_host();
+  p.insert(p.end(), v.begin(), v.end());
+  const std::vector<double> s = agent.log_std().to_host();
+  p.insert(p.end(), s.begin(), s.end());
+  return p;
+}
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-3, std::abs(a[i])));
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("ppo: gradient accumulation over K micro-batches makes the update of the whole minibatch",
+          "[ppo][accumulation]") {
+  // In double, so that only rounding separates the K-part sum from the one-pass minibatch: the
+  // parameters after three iterations (24 Adam steps) agree to 1e-9, while a different minibatch
+  // split (a real change of the algorithm) moves them by far more.
+  SECTION("discrete, entropy bonus, advantage normalisation") {
+    ppo_config c = small_config();
+    c.num_envs = 4;
+    c.num_steps = 32;
+    c.num_minibatches = 2;  // minibatch 64
+    c.total_timesteps = 4 * 32 * 3;
+    const std::vector<double> whole = trained_parameters<cartpole<double>>(c);
+    for (std::size_t k : {2u, 4u, 8u}) {
+      ppo_config a = c;
+      a.gradient_accumulation_steps = k;
+      CAPTURE(k);
+      CHECK(max_relative_difference(whole, trained_parameters<cartpole<double>>(a)) < 1e-9);
+    }
+    ppo_config other = c;
+    other.num_minibatches = 4;
+    CHECK(max_relative_difference(whole, trained_parameters<cartpole<double>>(other)) > 1e-4);
+  }
+  SECTION("continuous, log-std gradient, both normalisers") {
+    ppo_config c = small_config();
+    c.num_envs = 2;
+    c.num_steps = 64;
+    c.num_minibatches = 2;
+    c.normalize_observations = true;
+    c.normalize_rewards = true;
+    c.total_timesteps = 2 * 64 * 3;
+    const std::vector<double> whole = trained_parameters<pendulum<double>>(c);
+    ppo_config a = c;
+    a.gradient_accumulation_steps = 4;
+    CHECK(max_relative_difference(whole, trained_parameters<pendulum<double>>(a)) < 1e-9);
+  }
+}
+
+TEST_CASE("ppo: env_shards = R trains as R data-parallel ranks would (sharded shuffle and reductions)",
+          "[ppo][accumulation]") {
+  // The bit-for-bit equality with R ranks is tested under mpirun (distributed/mpi_test.cpp);
+  // here: shards change the minibatches (a different, valid algorithm), are reproducible, and
+  // combine with accumulation like the nested sums they are (to rounding).
+  ppo_config c = small_config();
+  c.num_envs = 8;
+  c.num_steps = 16;
+  c.total_timesteps = 8 * 16 * 2;
+  ppo_config sharded = c;
+  sharded.env_shards = 2;
+  const std::vector<double> one = trained_parameters<cartpole<double>>(c);
+  const std::vector<double> two = trained_parameters<cartpole<double>>(sharded);
+  CHECK(two == trained_parameters<cartpole<double>>(sharded));
+  CHECK(max_relative_difference(one, two) > 1e-4);
+  ppo_config both = sharded;
+  both.gradient_accumulation_steps = 2;
+  CHECK(max_relative_difference(two, trained_parameters<cartpole<double>>(both)) < 1e-9);
 }
 
 TEST_CASE("ppo: learns CartPole-v1 with the preset (a 60k-step smoke check; [learning] checks 475)") {
@@ -502,6 +582,9 @@ TEST_CASE("ppo: bad configurations are rejected with the field named") {
   rejects([](ppo_config& c) { c.hidden_sizes = {8, 0}; }, "hidden size 0 must be >= 1");
   rejects([](ppo_config& c) { c.max_grad_norm = 0; }, "max_grad_norm must be > 0");
   rejects([](ppo_config& c) { c.update_epochs = 0; }, "update_epochs must be >= 1");
+  rejects([](ppo_config& c) { c.env_shards = 3; }, "env_shards (3) must be >= 1 and divide num_envs (4)");
+  rejects([](ppo_config& c) { c.gradient_accumulation_steps = 0; }, "gradient_accumulation_steps must be >= 1");
+  rejects([](ppo_config& c) { c.gradient_accumulation_steps = 3; }, "does not split into env_shards");
   ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), small_config());
   CHECK_THROWS_WITH(agent.evaluate(0, 1), Catch::Contains("episodes must be >= 1"));
   rollout_minibatch<float, std::int32_t, backend_t> wrong(rlk_test::backend(), 3, 4, 1);

@@ -772,6 +772,35 @@ TEST_CASE("rollout: shuffle is a permutation keyed by (seed, epoch), equal to a 
 #endif
 }
 
+TEST_CASE("rollout: shuffle_sharded gives the minibatches that S ranks shuffling their own envs give together",
+          "[rollout][shuffle]") {
+  // 3 shards of 4 envs, T = 6: minibatch k is the k-th M / 3 elements of each shard's own
+  // shuffle (a rollout of 4 envs shuffled with that shard's seed), mapped to the big rollout's
+  // elements, shard after shard. With one shard it is shuffle().
+  const std::size_t T = 6, S = 3, n = 4, N = S * n, M = 12;
+  const std::vector<u64> seeds = {17, 23, 99};
+  rollout_t big(rlk_test::backend(), T, N, 1, 1);
+  big.shuffle_sharded(seeds, 5, M);
+  const auto perm = big.permutation().to_host();
+  CHECK(is_permutation_of_range(perm));
+  std::vector<u64> expected(T * N);
+  for (std::size_t s = 0; s < S; ++s) {
+    rollout_t small(rlk_test::backend(), T, n, 1, 1);
+    small.shuffle(seeds[s], 5);
+    const auto local = small.permutation().to_host();
+    for (std::size_t k = 0; k < T * N / M; ++k)
+      for (std::size_t j = 0; j < M / S; ++j) {
+        const u64 e = local[k * (M / S) + j];
+        expected[k * M + s * (M / S) + j] = (e / n) * N + s * n + e % n;
+      }
+  }
+  CHECK(perm == expected);
+  big.shuffle_sharded({17}, 5, M);
+  CHECK(big.permutation().to_host() == reference_permutation(17, 5, T * N));
+  CHECK_THROWS_WITH(big.shuffle_sharded({1, 2, 3, 4, 5}, 0, M), Catch::Contains("5 shards do not split the 12 envs"));
+  CHECK_THROWS_WITH(big.shuffle_sharded(seeds, 0, 8), Catch::Contains("the minibatch size 8 must divide"));
+}
+
 TEST_CASE("rollout: minibatches cover every element exactly once per epoch, with its data", "[rollout][minibatch]") {
   const std::size_t T = 5, N = 7, M = 8;  // 35 elements: 4 minibatches of 8 and one of 3
   rollout_t rb(rlk_test::backend(), T, N, 4, 1);

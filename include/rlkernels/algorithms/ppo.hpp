@@ -10,6 +10,7 @@
 #include "../buffers/rollout_buffer.hpp"
 #include "common.hpp"
 #include "../core/backend.hpp"
+#include "../core/communicator.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../envs/vec_env.hpp"
@@ -21,6 +22,7 @@
 #include "../nn/mlp.hpp"
 #include "../nn/optim.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -70,6 +72,19 @@ struct ppo_config {
   double reward_clip = 10.0;            ///< bound of normalised rewards
   // ---- reproducibility ----
   std::uint64_t seed = 1;  ///< seeds the envs, the initial weights, the action draws and the shuffles
+  // ---- gradient accumulation and data parallelism (docs/distributed.md) ----
+  /// Each minibatch's gradient is computed in this many equal micro-batches whose gradients are
+  /// summed before the one optimiser step: the update of the whole minibatch (its advantages are
+  /// normalised over the whole minibatch), with activations held for one micro-batch at a time.
+  std::size_t gradient_accumulation_steps = 1;
+  /// The envs form this many equal shards, shuffled and reduced shard by shard exactly as
+  /// data-parallel ranks do (rollout_buffer::shuffle_sharded): one process with num_envs = R * N
+  /// and env_shards = R reproduces R ranks of N envs bit for bit. In a data-parallel run (a
+  /// communicator of R > 1 ranks) every rank is one shard: leave it at 1 there.
+  std::size_t env_shards = 1;
+  /// Data-parallel runs: iterations between checks that every rank holds rank 0's parameters (a
+  /// checksum all-gathered; 0: never).
+  std::uint64_t parameter_check_every = 10;
   // ---- checkpoints (docs/checkpoints.md) ----
   std::string checkpoint_dir;           ///< directory of automatic checkpoints; empty: none
   std::uint64_t checkpoint_every = 0;   ///< iterations between automatic checkpoints (0: off)
@@ -129,11 +144,25 @@ struct ppo_config {
         .add("normalize_rewards", normalize_rewards)
         .add("reward_clip", reward_clip)
         .add("seed", seed)
-        .str();
+        .str() + parallel_lines();
   }
+  /// The gradient accumulation and shard lines of hyperparameters(), only where they are not 1
+  /// (checkpoints written before they existed stay loadable).
+  std::string parallel_lines() const {
+    detail::hyperparameter_lines l;
+    if (gradient_accumulation_steps != 1) l.add("gradient_accumulation_steps", gradient_accumulation_steps);
+    if (env_shards != 1) l.add("env_shards", env_shards);
+    return l.str();
+  }
+  /// Micro-batches per minibatch on this process: env_shards * gradient_accumulation_steps.
+  std::size_t gradient_parts() const noexcept { return env_shards * gradient_accumulation_steps; }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
     constexpr const char* who = "rlkernels::ppo_config";
+    RLK_EXPECTS(gradient_accumulation_steps >= 1, std::invalid_argument, who,
+                ": gradient_accumulation_steps must be >= 1, got ", gradient_accumulation_steps);
+    RLK_EXPECTS(env_shards >= 1 && num_envs % env_shards == 0, std::invalid_argument, who, ": env_shards (",
+                env_shards, ") must be >= 1 and divide num_envs (", num_envs, ")");
     RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
     RLK_EXPECTS(num_steps >= 1, std::invalid_argument, who, ": num_steps must be >= 1");
     RLK_EXPECTS(num_minibatches >= 1 && num_minibatches <= batch_size(), std::invalid_argument, who,
@@ -142,6 +171,9 @@ struct ppo_config {
                 batch_size(), ") must be a multiple of num_minibatches (", num_minibatches, ")");
     RLK_EXPECTS(!normalize_advantages || minibatch_size() >= 2, std::invalid_argument, who,
                 ": normalize_advantages needs minibatches of at least 2 samples");
+    RLK_EXPECTS(minibatch_size() % gradient_parts() == 0, std::invalid_argument, who, ": the minibatch of ",
+                minibatch_size(), " samples does not split into env_shards * gradient_accumulation_steps = ",
+                gradient_parts(), " equal micro-batches");
     RLK_EXPECTS(update_epochs >= 1, std::invalid_argument, who, ": update_epochs must be >= 1");
     RLK_EXPECTS(std::isfinite(learning_rate) && learning_rate >= 0, std::invalid_argument, who,
                 ": learning_rate must be finite and >= 0, got ", learning_rate);
@@ -311,6 +343,54 @@ struct ppo_stats_accumulate_kernel {
   }
 };
 
+/// dst[k] = src[k] * scale: the summed gradient parts back into the networks' gradients.
+template <class T>
+struct scaled_copy_kernel {
+  const T* src;
+  T* dst;
+  T scale;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const { dst[k] = src[k] * scale; }
+};
+/// a[i] (mean null) or (a[i] - mean)^2, in double: the minibatch's advantage moments.
+template <class T>
+struct advantage_moment_term {
+  const T* a;
+  const double* mean;
+  RLK_HOST_DEVICE double operator()(std::size_t i) const {
+    if (!mean) return double(a[i]);
+    const double d = double(a[i]) - *mean;
+    return d * d;
+  }
+};
+struct add_double {
+  RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
+};
+/// out = ((parts[0] + parts[1]) + ...) / divisor (one index).
+struct fold_parts_kernel {
+  const double* parts;
+  std::size_t n;
+  double divisor;
+  double* out;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    double s = parts[0];
+    for (std::size_t k = 1; k < n; ++k) s += parts[k];
+    *out = s / divisor;
+  }
+};
+/// a[i] = (a[i] - mean) / (sqrt(ssd / (count - 1)) + 1e-8): CleanRL's per-minibatch
+/// normalisation (std with ddof 1) with moments of the whole (possibly distributed) minibatch.
+template <class T>
+struct normalize_advantage_kernel {
+  T* a;
+  const double* mean;
+  const double* ssd;
+  double count;
+  RLK_HOST_DEVICE void operator()(std::size_t i) const {
+    const double sd = std::sqrt(*ssd / (count - 1.0));
+    a[i] = T((double(a[i]) - *mean) / (sd + 1e-8));
+  }
+};
+
 template <class Env>
 constexpr int ppo_policy_outputs() {
   if constexpr (Env::action_space == action_kind::discrete) {
@@ -334,6 +414,12 @@ constexpr int ppo_policy_outputs() {
 /// Determinism: for a given config and seed, a run is the same on serial and OpenMP (any thread
 /// count): envs, weights, action draws and shuffles are pure functions of the seed, and every
 /// reduction has a fixed order.
+///
+/// Data parallelism (docs/distributed.md): given a communicator of R ranks, each rank steps its
+/// own num_envs envs (envs rank * num_envs ..., with those envs' random streams), the parameters
+/// start as rank 0's, each minibatch's gradient is all-reduced before the optimiser step, the
+/// episode statistics are gathered, and rank 0 writes the checkpoints. With the ordered
+/// reduction a run equals one process with R * num_envs envs and env_shards = R bit for bit.
 template <class Env, class Backend>
 class ppo {
  public:
@@ -349,11 +435,16 @@ class ppo {
   /// Actor outputs: logits per action (discrete) or means per action dimension.
   static constexpr int policy_outputs = detail::ppo_policy_outputs<Env>();
 
-  /// @brief Builds envs, networks, optimisers and buffers.
-  /// @throw std::invalid_argument on a bad config (see ppo_config::validate); out_of_memory
-  ppo(Backend backend, ppo_config config, typename Env::Params env_params = {})
-      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params),
-        env_(backend, config_.num_envs, config_.seed, env_params),
+  /// @brief Builds envs, networks, optimisers and buffers; with a communicator of R > 1 ranks
+  /// (every rank constructs its agent with the same config), this rank's envs are
+  /// rank * num_envs .. and the parameters are rank 0's.
+  /// @param comm the job's ranks (default: this process alone); it must outlive the agent
+  /// @throw std::invalid_argument on a bad config (see ppo_config::validate), or if the ranks'
+  ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error
+  ppo(Backend backend, ppo_config config, typename Env::Params env_params = {},
+      communicator& comm = default_communicator())
+      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params), comm_(&comm),
+        env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         rollout_(backend, config_.num_steps, config_.num_envs, observation_size, action_width),
         minibatch_(backend, config_.minibatch_size(), observation_size, action_width),
         actor_(backend, layer_sizes(policy_outputs), config_.hidden_activation, activation::identity),
@@ -375,15 +466,24 @@ class ppo {
         entropy_(backend, config_.minibatch_size()), grad_values_(backend, config_.minibatch_size()),
         discounted_returns_(backend, config_.num_envs),
         env_actions_(backend, discrete ? 0 : config_.num_envs * std::size_t(action_width)), stats_(backend, 1),
-        timer_(backend) {
+        grad_sum_(backend, parts() > 1 ? gradient_size() : 0),
+        grad_shard_(backend, config_.env_shards > 1 && config_.gradient_accumulation_steps > 1 ? gradient_size() : 0),
+        adv_scratch_(backend, config_.env_shards + 2), timer_(backend) {
     const double s2 = std::sqrt(2.0);
     actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
                       layer_init{weight_init::orthogonal, 0.01, 0.0});
     critic_.initialize(config_.seed * 2 + 12, layer_init{weight_init::orthogonal, s2, 0.0},
                        layer_init{weight_init::orthogonal, 1.0, 0.0});
     if (!discrete) log_std_.assign(std::vector<T>(std::size_t(action_width), T(config_.init_log_std)));
-    if (config_.checkpoint_every > 0) checkpoints_.emplace(config_.checkpoint_dir, "ppo", config_.checkpoint_keep);
+    if (comm_->size() > 1) join_ranks();
+    if (config_.checkpoint_every > 0 && comm_->rank() == 0)
+      checkpoints_.emplace(config_.checkpoint_dir, "ppo", config_.checkpoint_keep);
   }
+
+  /// The communicator (the default single process unless one was given).
+  communicator& comm() const noexcept { return *comm_; }
+  /// Env steps per iteration over all ranks: R * num_envs * num_steps.
+  std::size_t global_batch_size() const noexcept { return std::size_t(comm_->size()) * config_.batch_size(); }
 
   /// The configuration.
   const ppo_config& config() const noexcept { return config_; }
@@ -396,7 +496,12 @@ class ppo {
   /// Iterations done so far.
   std::uint64_t iteration() const noexcept { return iteration_; }
   /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
+  bool done() const noexcept { return iteration_ >= num_iterations(); }
+  /// Iterations of global_batch_size() env steps that cover total_timesteps (all ranks together).
+  std::uint64_t num_iterations() const noexcept {
+    const std::uint64_t b = global_batch_size();
+    return (config_.total_timesteps + b - 1) / b;
+  }
   /// The policy network (logits or means).
   mlp<T, Backend>& actor() noexcept { return actor_; }
   /// The policy network, read-only.
@@ -432,7 +537,7 @@ class ppo {
     stats.iteration = ++iteration_;
     // CleanRL: lr = lr0 * (1 - (iteration - 1) / num_iterations).
     const double lr = config_.anneal_lr
-                          ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(config_.num_iterations()))
+                          ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(num_iterations()))
                           : config_.learning_rate;
     actor_opt_.set_learning_rate(lr);
     critic_opt_.set_learning_rate(lr);
@@ -449,19 +554,24 @@ class ppo {
     const std::size_t m = config_.minibatch_size();
     detail::run_once(backend_, detail::ppo_stats_start_kernel{stats_.data()});
     for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
-      rollout_.shuffle(detail::derive_key(config_.seed, detail::ppo_key_shuffle), shuffle_epoch_++);
+      rollout_.shuffle_sharded(shard_seeds(), shuffle_epoch_++, m);
       for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
         rollout_.gather_minibatch(k, m, minibatch_);
         update_minibatch(++stats.gradient_steps);
       }
       // Early stop on the epoch's last approx KL: the only read inside an iteration, and only with
-      // target_kl > 0.
-      if (config_.target_kl > 0 && stats_.get(0).policy.approx_kl_k3 > config_.target_kl) break;
+      // target_kl > 0 (the last rank's, whose last micro-batch is the minibatch's last).
+      if (config_.target_kl > 0) {
+        double kl = stats_.get(0).policy.approx_kl_k3;
+        if (comm_->size() > 1) comm_->broadcast_raw(&kl, sizeof(kl), comm_->size() - 1, {}, "approx KL");
+        if (kl > config_.target_kl) break;
+      }
     }
     timer_.mark(2);
     // The iteration's one host read: its statistics and the rollout's deferred action check.
     detail::stage_action_flag(env_, &stats_.data()->action_flag);
-    const detail::ppo_device_stats d = stats_.get(0);
+    detail::ppo_device_stats d = stats_.get(0);
+    if (comm_->size() > 1) d = gather_statistics(d);
     detail::raise_if_flagged(env_, d.action_flag);
     // The normalisers' deferred checks of the rollout's batches: one read each, only when enabled.
     if (config_.normalize_observations) obs_rms_.check();
@@ -479,16 +589,36 @@ class ppo {
     stats.episodes = ep.count;
     stats.episode_return_sum = ep.mean_return * double(ep.count);
     stats.episode_length_sum = ep.mean_length * double(ep.count);
-    global_step_ += config_.batch_size();
+    global_step_ += global_batch_size();
     stats.global_step = global_step_;
     stats.rollout_seconds = timer_.seconds(0, 1);
     stats.update_seconds = timer_.seconds(1, 2);
-    if (checkpoints_ && iteration_ % config_.checkpoint_every == 0) {
-      checkpoint c;
-      bind_checkpoint(c);
-      checkpoints_->save(c, global_step_);
+    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
+      check_parameters_agree();
+    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
+      if (comm_->size() > 1) {
+        save_distributed("", comm_->rank() == 0 ? &*checkpoints_ : nullptr);
+      } else {
+        checkpoint c;
+        bind_checkpoint(c);
+        checkpoints_->save(c, global_step_);
+      }
     }
     return stats;
+  }
+
+  /// @brief A checksum (FNV-1a over the bytes) of the parameters: actor, critic and log-std.
+  /// Data-parallel ranks compare theirs every config().parameter_check_every iterations.
+  std::uint64_t parameter_checksum() const {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    const auto mix = [&h](const std::vector<T>& v) {
+      const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+      for (std::size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+    };
+    mix(actor_.parameters_to_host());
+    mix(critic_.parameters_to_host());
+    mix(log_std_.to_host());
+    return h;
   }
 
   /// @brief Binds everything a resumed run needs to continue bit-identically (on the same backend
@@ -498,6 +628,55 @@ class ppo {
   /// the envs. Not saved: the rollout (refilled by every iteration), gradients and scratch.
   template <class C>
   void bind_checkpoint(C& c) {
+    bind_shared(c);
+    bind_local(c);
+  }
+
+  /// @brief Writes the training state to `path` atomically (see checkpoint::save). In a
+  /// data-parallel run every rank calls it: rank 0 gathers the ranks' envs and writes the file.
+  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
+  void save_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      save_distributed(path, nullptr);
+      return;
+    }
+    checkpoint c;
+    bind_checkpoint(c);
+    c.save(path);
+  }
+
+  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
+  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
+  /// run return "" and write nothing).
+  /// @throw rlkernels::error on an I/O failure (on every rank)
+  std::string save_checkpoint(const checkpoint_directory& dir) {
+    if (comm_->size() > 1) return save_distributed("", &dir);
+    checkpoint c;
+    bind_checkpoint(c);
+    return dir.save(c, global_step_);
+  }
+
+  /// @brief Restores the training state saved by save_checkpoint() (or automatically) into this
+  /// agent, which must have been built with the same config (checkpoint fields aside), env
+  /// parameters, backend kind and number of ranks; training then continues as if never
+  /// interrupted. In a data-parallel run every rank calls it and rank 0 reads the file and
+  /// sends it to the others (no shared file system needed).
+  /// @throw checkpoint_error if the file is refused (another config, corrupt, ...); nothing
+  ///        changes then
+  void load_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      load_distributed(path);
+      return;
+    }
+    checkpoint c;
+    bind_checkpoint(c);
+    c.load(path);
+  }
+
+ private:
+  /// What every rank holds alike: the config, counters, parameters, optimisers, normalisers.
+  template <class C>
+  void bind_shared(C& c) {
     c.bind_constant("config", config_.hyperparameters());
     c.bind_value("global_step", global_step_);
     c.bind_value("iteration", iteration_);
@@ -511,28 +690,79 @@ class ppo {
     log_std_opt_.bind_checkpoint(c, "log_std_optimizer/");
     obs_rms_.bind_checkpoint(c, "observation_normalizer/");
     return_rms_.bind_checkpoint(c, "return_normalizer/");
+  }
+  /// What is this rank's own: its envs and their discounted returns.
+  template <class C>
+  void bind_local(C& c) {
     c.bind("discounted_returns", backend_, discounted_returns_.view());
     env_.bind_checkpoint(c, "env/");
   }
 
-  /// @brief Writes the training state to `path` atomically (see checkpoint::save).
-  /// @throw rlkernels::error on an I/O failure
-  void save_checkpoint(const std::string& path) {
-    checkpoint c;
-    bind_checkpoint(c);
-    c.save(path);
+  /// Every rank's local part as a checkpoint in memory, gathered into the file rank 0 writes
+  /// (to `path`, or the next automatic checkpoint); rank 0's success or failure is broadcast.
+  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
+    checkpoint local;
+    bind_local(local);
+    std::vector<std::vector<std::uint8_t>> parts = comm_->gather_bytes(local.save_to_memory(), 0, "checkpoint");
+    std::uint64_t ok = 1;
+    std::string failure, written;
+    if (comm_->rank() == 0) {
+      try {
+        checkpoint c;
+        bind_shared(c);
+        c.bind_constant("world_size", std::to_string(comm_->size()));
+        for (std::size_t r = 0; r < parts.size(); ++r)
+          c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
+        written = dir ? dir->save(c, global_step_) : (c.save(path), path);
+      } catch (const std::exception& e) {
+        ok = 0;
+        failure = e.what();
+      }
+    }
+    comm_->broadcast_raw(&ok, sizeof(ok), 0, {}, "checkpoint status");
+    if (comm_->rank() == 0 && !ok) throw error(failure);
+    RLK_EXPECTS(ok, error, "rlkernels::ppo: ", comm_->where_am_i(), ": rank 0 could not write the checkpoint");
+    return written;
   }
 
-  /// @brief Restores the training state saved by save_checkpoint() (or automatically) into this
-  /// agent, which must have been built with the same config (checkpoint fields aside), env
-  /// parameters and backend kind; training then continues as if never interrupted.
-  /// @throw checkpoint_error if the file is refused (another config, corrupt, ...); nothing
-  ///        changes then
-  void load_checkpoint(const std::string& path) {
+  void load_distributed(const std::string& path) {
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t size = 0;
+    std::string failure;
+    if (comm_->rank() == 0) {
+      try {
+        bytes = checkpoint::read_bytes(path);
+        size = bytes.size();
+      } catch (const std::exception& e) {
+        failure = e.what();
+        size = ~0ull;
+      }
+    }
+    comm_->broadcast_raw(&size, sizeof(size), 0, {}, "checkpoint size");
+    if (size == ~0ull) {
+      if (comm_->rank() == 0) throw checkpoint_error(failure);
+      throw checkpoint_error("rlkernels::ppo: " + comm_->where_am_i() + ": rank 0 could not read the checkpoint '" +
+                             path + "'");
+    }
+    bytes.resize(size);
+    comm_->broadcast_raw(bytes.data(), bytes.size(), 0, {}, "checkpoint");
+    checkpoint local;
+    bind_local(local);
+    const std::uint64_t mine = local.save_to_memory().size();
+    const std::vector<std::uint64_t> sizes = all_gather(*comm_, mine, "checkpoint part sizes");
+    std::vector<std::vector<std::uint8_t>> parts;
     checkpoint c;
-    bind_checkpoint(c);
-    c.load(path);
+    bind_shared(c);
+    c.bind_constant("world_size", std::to_string(comm_->size()));
+    for (std::size_t r = 0; r < sizes.size(); ++r) parts.emplace_back(sizes[r]);
+    for (std::size_t r = 0; r < sizes.size(); ++r)
+      c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
+    c.load_from_memory(bytes.data(), bytes.size(), path);
+    local.load_from_memory(parts[std::size_t(comm_->rank())].data(), parts[std::size_t(comm_->rank())].size(),
+                           path + " (rank " + std::to_string(comm_->rank()) + ")");
   }
+
+ public:
 
   /// The automatic checkpoints (config().checkpoint_dir, prefix "ppo"), if checkpoint_every > 0.
   const std::optional<checkpoint_directory>& checkpoints() const noexcept { return checkpoints_; }
@@ -605,7 +835,10 @@ class ppo {
   /// @param mb a minibatch of exactly config().minibatch_size() rows (rollout().gather_minibatch)
   /// @throw std::invalid_argument if mb has another size
   ppo_loss loss_and_gradients(const rollout_minibatch<T, action_type, Backend>& mb) {
-    loss_and_gradients_into(mb);
+    const std::size_t m = config_.minibatch_size();
+    RLK_EXPECTS(mb.size() == m, std::invalid_argument, "rlkernels::ppo::loss_and_gradients: the minibatch has ",
+                mb.size(), " rows, the config's minibatch size is ", m);
+    loss_and_gradients_into(mb, 0, m, config_.normalize_advantages);
     const detail::ppo_device_stats d = stats_.get(0);  // one host read
     ppo_loss l;
     l.policy_loss = d.policy.loss;
@@ -627,60 +860,243 @@ class ppo {
   view<value_loss_stats> value_stats_view() noexcept { return {&stats_.data()->value, 1}; }
   view<double> entropy_view() noexcept { return {&stats_.data()->entropy, 1}; }
 
-  /// loss_and_gradients without a host wait: the loss statistics go to stats_ in backend memory.
-  void loss_and_gradients_into(const rollout_minibatch<T, action_type, Backend>& mb) {
-    const std::size_t m = config_.minibatch_size();
-    RLK_EXPECTS(mb.size() == m, std::invalid_argument, "rlkernels::ppo::loss_and_gradients: the minibatch has ",
-                mb.size(), " rows, the config's minibatch size is ", m);
+  /// loss_and_gradients of rows [first, first + m) of `mb` without a host wait: the loss
+  /// statistics go to stats_ in backend memory.
+  void loss_and_gradients_into(const rollout_minibatch<T, action_type, Backend>& mb, std::size_t first, std::size_t m,
+                               bool normalize_advantages) {
     const std::size_t a = std::size_t(policy_outputs);
-    const view<const T> obs = mb.observations.cview();
+    const std::size_t width = std::size_t(action_width);
+    const view<const T> obs = mb.observations.cview().subview(first * std::size_t(observation_size),
+                                                               m * std::size_t(observation_size));
+    const view<const T> old_log_probs = mb.log_probs.cview().subview(first, m);
+    const view<const T> advantages = mb.advantages.cview().subview(first, m);
+    const view<T> new_log_probs = new_log_probs_.view().subview(0, m), grad_log_probs = grad_log_probs_.view().subview(0, m);
+    const view<T> entropy = entropy_.view().subview(0, m);
     // ---- actor: clipped surrogate and entropy bonus ----
     const view<const T> out = actor_.forward(obs, actor_ws_);
-    const view<T> grad_out = grad_policy_out_.view();
+    const view<T> grad_out = grad_policy_out_.view().subview(0, m * a);
     if constexpr (discrete) {
       const categorical_view<T> dist{a, out, {}};
-      const view<const std::int32_t> actions = mb.actions.cview();
-      categorical_log_prob(backend_, dist, actions, new_log_probs_.view());
-      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), new_log_probs_.cview(), mb.log_probs.cview(),
-                                  mb.advantages.cview(), T(config_.clip_coef), config_.normalize_advantages,
-                                  grad_log_probs_.view());
+      const view<const std::int32_t> actions = mb.actions.cview().subview(first, m);
+      categorical_log_prob(backend_, dist, actions, new_log_probs);
+      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), view<const T>(new_log_probs), old_log_probs, advantages,
+                                  T(config_.clip_coef), normalize_advantages, grad_log_probs);
       // d loss / d logits = d loss / d log_probs * d log_probs / d logits.
-      categorical_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_probs_.cview());
+      categorical_log_prob(backend_, dist, actions, new_log_probs, grad_out, view<const T>(grad_log_probs));
       if (config_.ent_coef > 0) {
-        categorical_mean_entropy(backend_, entropy_view(), dist, entropy_.view(), grad_entropy_.view());
+        categorical_mean_entropy(backend_, entropy_view(), dist, entropy, grad_entropy_.view().subview(0, m * a));
         for_each_index(backend_, m * a, detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_out.data()});
       } else {
-        categorical_mean_entropy(backend_, entropy_view(), dist, entropy_.view());
+        categorical_mean_entropy(backend_, entropy_view(), dist, entropy);
       }
     } else {
-      const std::size_t d = std::size_t(action_width);
+      const std::size_t d = width;
       for_each_index(backend_, m * d, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), d});
       const gaussian_view<T> dist{d, out, log_std_rows_.cview().subview(0, m * d)};
-      const view<const T> actions = mb.actions.cview();
-      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view());
-      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), new_log_probs_.cview(), mb.log_probs.cview(),
-                                  mb.advantages.cview(), T(config_.clip_coef), config_.normalize_advantages,
-                                  grad_log_probs_.view());
-      gaussian_log_prob(backend_, dist, actions, new_log_probs_.view(), grad_out, grad_log_std_rows_.view(),
-                        grad_log_probs_.cview());
+      const view<const T> actions = mb.actions.cview().subview(first * d, m * d);
+      const view<T> grad_log_std_rows = grad_log_std_rows_.view().subview(0, m * d);
+      gaussian_log_prob(backend_, dist, actions, new_log_probs);
+      ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), view<const T>(new_log_probs), old_log_probs, advantages,
+                                  T(config_.clip_coef), normalize_advantages, grad_log_probs);
+      gaussian_log_prob(backend_, dist, actions, new_log_probs, grad_out, grad_log_std_rows,
+                        view<const T>(grad_log_probs));
       if (config_.ent_coef > 0) {
-        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy_.view(), grad_entropy_.view().subview(0, m * d));
+        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy, grad_entropy_.view().subview(0, m * d));
         for_each_index(backend_, m * d,
                        detail::axpy_kernel<T>{T(-config_.ent_coef), grad_entropy_.data(), grad_log_std_rows_.data()});
       } else {
-        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy_.view());
+        gaussian_mean_entropy(backend_, entropy_view(), dist, entropy);
       }
       // The log-std is shared by all rows: its gradient is the column sum.
       for_each_index(backend_, d, detail::column_sum_kernel<T>{grad_log_std_rows_.data(), log_std_grad_.data(), m, d});
     }
-    actor_.backward(obs, grad_policy_out_.cview(), actor_ws_);
+    actor_.backward(obs, view<const T>(grad_out), actor_ws_);
     // ---- critic: (clipped) value loss, weighted by vf_coef ----
     const view<const T> values = critic_.forward(obs, critic_ws_);
-    value_loss<Backend, T>(backend_, value_stats_view(), values, mb.returns.cview(), mb.values.cview(),
+    const view<T> grad_values = grad_values_.view().subview(0, m);
+    value_loss<Backend, T>(backend_, value_stats_view(), values, mb.returns.cview().subview(first, m),
+                           mb.values.cview().subview(first, m),
                            config_.clip_value_loss ? value_loss_form::clipped_max : value_loss_form::plain,
-                           T(config_.clip_coef), grad_values_.view());
+                           T(config_.clip_coef), grad_values);
     for_each_index(backend_, m, detail::scale_kernel<T>{grad_values_.data(), T(config_.vf_coef)});
-    critic_.backward(obs, grad_values_.cview(), critic_ws_);
+    critic_.backward(obs, view<const T>(grad_values), critic_ws_);
+  }
+
+  // ---- data parallelism and gradient accumulation ----
+
+  /// Gradient parts one optimiser step sums, over all ranks.
+  std::size_t parts() const noexcept { return config_.gradient_parts() * std::size_t(comm_->size()); }
+  /// Elements of actor, critic and log-std gradients together.
+  std::size_t gradient_size() const noexcept {
+    return actor_.num_parameters() + critic_.num_parameters() + (discrete ? 0 : std::size_t(action_width));
+  }
+  /// Shard s's shuffle seed; shard 0's is the one a one-shard run has always used.
+  std::uint64_t shard_seed(std::size_t s) const noexcept {
+    const std::uint64_t base = detail::derive_key(config_.seed, detail::ppo_key_shuffle);
+    return s == 0 ? base : detail::derive_key(base, s);
+  }
+  /// This process's shards' seeds: its rank's (data parallel), or every env shard's.
+  std::vector<std::uint64_t> shard_seeds() const {
+    std::vector<std::uint64_t> seeds;
+    if (comm_->size() > 1) {
+      seeds.push_back(shard_seed(std::size_t(comm_->rank())));
+    } else {
+      for (std::size_t s = 0; s < config_.env_shards; ++s) seeds.push_back(shard_seed(s));
+    }
+    return seeds;
+  }
+
+  /// Merges a batch of this process's envs into a normaliser, shard by shard or rank by rank.
+  template <class S>
+  void update_normalizer(running_mean_std<S, Backend>& rms, view<const S> batch) {
+    if (config_.env_shards > 1) {
+      const std::size_t per = batch.size() / config_.env_shards;
+      for (std::size_t s = 0; s < config_.env_shards; ++s) rms.update_unchecked(batch.subview(s * per, per));
+    } else {
+      rms.update_unchecked(batch, *comm_);  // the plain update with one rank
+    }
+  }
+
+  /// dst (= or +=) the three gradient buffers, one after the other.
+  void pack_gradients(view<T> dst, bool first) {
+    std::size_t at = 0;
+    const auto put = [&](view<const T> g) {
+      if (g.size() == 0) return;
+      if (first) {
+        copy(backend_, g, dst.subview(at, g.size()));
+      } else {
+        for_each_index(backend_, g.size(), detail::axpy_kernel<T>{T(1), g.data(), dst.data() + at});
+      }
+      at += g.size();
+    };
+    put(actor_.gradients());
+    put(critic_.gradients());
+    put(log_std_grad_.cview());
+  }
+  /// The three gradient buffers = src * scale.
+  void unpack_gradients(view<const T> src, T scale) {
+    std::size_t at = 0;
+    const auto take = [&](view<T> g) {
+      if (g.size() == 0) return;
+      for_each_index(backend_, g.size(), detail::scaled_copy_kernel<T>{src.data() + at, g.data(), scale});
+      at += g.size();
+    };
+    take(actor_.gradients());
+    take(critic_.gradients());
+    take(log_std_grad_.view());
+  }
+
+  /// Normalises the minibatch's advantages with the moments of the whole minibatch: this
+  /// process's shards' sums folded in order, then all-reduced in rank order.
+  void normalize_minibatch_advantages() {
+    const std::size_t m = config_.minibatch_size(), shards = config_.env_shards, per = m / shards;
+    const double count = double(m) * double(comm_->size());
+    T* adv = minibatch_.advantages.data();
+    double* sc = adv_scratch_.data();  // [shards partial sums, mean, sum of squared deviations]
+    for (int pass = 0; pass < 2; ++pass) {
+      const double* mean = pass == 0 ? nullptr : sc + shards;
+      for (std::size_t s = 0; s < shards; ++s)
+        detail::deterministic_sum_into(backend_, per, detail::advantage_moment_term<T>{adv + s * per, mean}, 0.0,
+                                       detail::add_double{}, sc + s);
+      double* total = sc + shards + pass;
+      detail::run_once(backend_, detail::fold_parts_kernel{sc, shards, 1.0, total});
+      all_reduce(*comm_, backend_, view<double>(total, 1), reduce_op::sum, reduction_order::ordered,
+                 pass == 0 ? "advantage sum" : "advantage squared deviations");
+      if (pass == 0) detail::run_once(backend_, detail::fold_parts_kernel{total, 1, count, total});
+    }
+    for_each_index(backend_, m, detail::normalize_advantage_kernel<T>{adv, sc + shards, sc + shards + 1, count});
+  }
+
+  /// The minibatch's gradient as the sum of its parts (this process's shards times
+  /// gradient_accumulation_steps micro-batches), all-reduced over the ranks in rank order and
+  /// divided by the number of parts: the whole minibatch's mean gradient.
+  void accumulate_gradients() {
+    const std::size_t m = config_.minibatch_size(), shards = config_.env_shards,
+                      steps = config_.gradient_accumulation_steps;
+    const std::size_t per_shard = m / shards, micro = per_shard / steps;
+    if (config_.normalize_advantages) normalize_minibatch_advantages();
+    const view<T> sum = grad_sum_.view();
+    const bool nested = shards > 1 && steps > 1;  // fold each shard's micro-batches, then the shards
+    for (std::size_t s = 0; s < shards; ++s) {
+      const view<T> acc = nested ? grad_shard_.view() : sum;
+      for (std::size_t k = 0; k < steps; ++k) {
+        loss_and_gradients_into(minibatch_, s * per_shard + k * micro, micro, false);
+        pack_gradients(acc, nested ? k == 0 : (s == 0 && k == 0));
+      }
+      if (nested) {
+        if (s == 0) {
+          copy(backend_, view<const T>(acc), sum);
+        } else {
+          for_each_index(backend_, sum.size(), detail::axpy_kernel<T>{T(1), acc.data(), sum.data()});
+        }
+      }
+    }
+    all_reduce(*comm_, backend_, sum, reduce_op::sum, reduction_order::ordered, "gradients");
+    unpack_gradients(view<const T>(sum), T(1) / T(parts()));
+  }
+
+  /// The ranks check that they run the same config, then take rank 0's parameters.
+  void join_ranks() {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : config_.hyperparameters() + "num_envs=" + std::to_string(config_.num_envs))
+      h = (h ^ c) * 0x100000001b3ull;
+    const std::vector<std::uint64_t> all = all_gather(*comm_, h, "config checksums");
+    for (std::size_t r = 1; r < all.size(); ++r)
+      RLK_EXPECTS(all[r] == all[0], std::invalid_argument, "rlkernels::ppo: ", comm_->where_am_i(), ": rank ", r,
+                  "'s config differs from rank 0's (every rank must be given the same ppo_config)");
+    RLK_EXPECTS(config_.env_shards == 1, std::invalid_argument, "rlkernels::ppo: ", comm_->where_am_i(),
+                ": env_shards is ", config_.env_shards, "; with ", comm_->size(),
+                " ranks every rank is one shard (leave env_shards at 1)");
+    broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
+    broadcast(*comm_, backend_, critic_.parameters(), 0, "critic parameters");
+    broadcast(*comm_, backend_, log_std_.view(), 0, "log-std");
+  }
+
+  /// Every rank's statistics gathered: the loss statistics are the last rank's (its last
+  /// micro-batch is the minibatch's last, as in one process), the episodes all ranks', and an
+  /// invalid action on any rank stops every rank.
+  detail::ppo_device_stats gather_statistics(const detail::ppo_device_stats& mine) {
+    const std::vector<detail::ppo_device_stats> all = all_gather(*comm_, mine, "iteration statistics");
+    if (mine.action_flag == ~0ull) {
+      for (std::size_t r = 0; r < all.size(); ++r)
+        if (all[r].action_flag != ~0ull)
+          throw distributed_error(comm_->rank(), "rlkernels::ppo::iterate: " + comm_->where_am_i() + ": rank " +
+                                                     std::to_string(r) +
+                                                     " stopped: its policy produced an invalid action (see that "
+                                                     "rank's message)");
+    }
+    detail::ppo_device_stats d = all.back();
+    d.action_flag = mine.action_flag;
+    episode_statistics e;
+    double returns = 0, lengths = 0;
+    for (const detail::ppo_device_stats& x : all) {
+      const episode_statistics& ep = x.episodes;
+      if (ep.count == 0) continue;
+      returns += ep.mean_return * double(ep.count);
+      lengths += ep.mean_length * double(ep.count);
+      e.min_return = e.count ? std::min(e.min_return, ep.min_return) : ep.min_return;
+      e.max_return = e.count ? std::max(e.max_return, ep.max_return) : ep.max_return;
+      e.count += ep.count;
+    }
+    if (e.count) {
+      e.mean_return = returns / double(e.count);
+      e.mean_length = lengths / double(e.count);
+    }
+    d.episodes = e;
+    return d;
+  }
+
+  /// Compares every rank's parameter checksum with rank 0's.
+  void check_parameters_agree() {
+    const std::vector<std::uint64_t> all = all_gather(*comm_, parameter_checksum(), "parameter checksums");
+    std::string differ;
+    for (std::size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (!differ.empty())
+      throw distributed_error(comm_->rank(), "rlkernels::ppo: " + comm_->where_am_i() + ": after iteration " +
+                                                 std::to_string(iteration_) + " the parameters of rank(s) " + differ +
+                                                 " differ from rank 0's (a non-deterministic reduction, or ranks "
+                                                 "built differently)");
   }
 
   static ppo_config checked(ppo_config c) {
@@ -704,49 +1120,66 @@ class ppo {
   /// (updating the statistics when `update`) or the env's own array.
   view<const T> network_input(view<const T> raw, bool update) {
     if (!config_.normalize_observations) return raw;
-    if (update) obs_rms_.update_unchecked(raw);  // checked once, at the end of the iteration
+    if (update) update_normalizer(obs_rms_, raw);  // checked once, at the end of the iteration
     obs_rms_.normalize(raw, obs_scratch_.view(), T(config_.observation_clip));
     return obs_scratch_.cview();
   }
 
+  /// This rank's first env in the whole population (0 in one process).
+  std::uint64_t first_env() const noexcept { return std::uint64_t(comm_->rank()) * config_.num_envs; }
+
   void sample_gaussian(view<const T> mean, std::size_t rows, std::uint64_t seed, std::uint64_t draw,
-                       view<T> actions) {
+                       view<T> actions, std::uint64_t first_row = 0) {
     const std::size_t n = rows * std::size_t(action_width);
     for_each_index(backend_, n, detail::expand_log_std_kernel<T>{log_std_.data(), log_std_rows_.data(), std::size_t(action_width)});
     gaussian_sample(backend_, gaussian_view<T>{std::size_t(action_width), mean, log_std_rows_.cview().subview(0, n)}, seed,
-                    draw, actions);
+                    draw, actions, {}, first_row);
+  }
+
+  /// Calls fn(first_row, rows) for each env shard of this process (all N envs when unsharded):
+  /// with env_shards = R the networks see the rows in the blocks R ranks would, since a small
+  /// product's bits can depend on its number of rows (Eigen picks its kernel by size).
+  template <class Fn>
+  void for_each_shard(Fn&& fn) const {
+    const std::size_t per = config_.num_envs / config_.env_shards;
+    for (std::size_t s = 0; s < config_.env_shards; ++s) fn(s * per, per);
   }
 
   void collect_rollout() {
-    const std::size_t n = config_.num_envs;
+    const std::size_t width = std::size_t(action_width), obs_size = std::size_t(observation_size);
     for (std::size_t t = 0; t < config_.num_steps; ++t) {
       // s_t, as the networks see it, goes into the rollout.
       const view<const T> obs = network_input(env_.observations().cview(), true);
       copy(backend_, obs, rollout_.observations_at(t));
       const view<const T> stored = rollout_.observations_at(t);
-      // Policy: a_t ~ pi(. | s_t) and log pi(a_t | s_t).
-      const view<const T> out = actor_.forward(stored, actor_ws_);
-      const view<action_type> actions = rollout_.actions_at(t);
       const std::uint64_t draw = action_draw_++;
-      if constexpr (discrete) {
-        const categorical_view<T> dist{std::size_t(policy_outputs), out, {}};
-        categorical_sample(backend_, dist, action_key(), draw, actions);
-        categorical_log_prob(backend_, dist, view<const std::int32_t>(actions), rollout_.log_probs_at(t));
-      } else {
-        sample_gaussian(out, n, action_key(), draw, actions);
-        const gaussian_view<T> dist{std::size_t(action_width), out, log_std_rows_.cview().subview(0, n * std::size_t(action_width))};
-        gaussian_log_prob(backend_, dist, view<const T>(actions), rollout_.log_probs_at(t));
-      }
-      // V(s_t).
-      copy(backend_, critic_.forward(stored, critic_ws_), rollout_.values_at(t));
+      for_each_shard([&](std::size_t first, std::size_t n) {
+        const view<const T> rows = stored.subview(first * obs_size, n * obs_size);
+        // Policy: a_t ~ pi(. | s_t) and log pi(a_t | s_t); env i draws from stream first_env() + i.
+        const view<const T> out = actor_.forward(rows, actor_ws_);
+        const view<action_type> actions = rollout_.actions_at(t).subview(first * width, n * width);
+        const view<T> log_probs = rollout_.log_probs_at(t).subview(first, n);
+        if constexpr (discrete) {
+          const categorical_view<T> dist{std::size_t(policy_outputs), out, {}};
+          categorical_sample(backend_, dist, action_key(), draw, actions, first_env() + first);
+          categorical_log_prob(backend_, dist, view<const std::int32_t>(actions), log_probs);
+        } else {
+          sample_gaussian(out, n, action_key(), draw, actions, first_env() + first);
+          const gaussian_view<T> dist{width, out, log_std_rows_.cview().subview(0, n * width)};
+          gaussian_log_prob(backend_, dist, view<const T>(actions), log_probs);
+        }
+        // V(s_t).
+        copy(backend_, critic_.forward(rows, critic_ws_), rollout_.values_at(t).subview(first, n));
+      });
       // Step (the env resets ended episodes). Continuous actions are clipped to the env's bounds
       // first, as SB3 and CleanRL (ClipAction) do: the rollout keeps the draw, the env sees the
       // clipped action (which matters where a reward term, such as the MuJoCo envs' control
       // cost, sees the action before the engine clamps it).
+      const view<action_type> actions = rollout_.actions_at(t);
       if constexpr (discrete) {
         env_.step_deferred(view<const action_type>(actions));  // checked once, at the end of the iteration
       } else {
-        for_each_index(backend_, n * std::size_t(action_width),
+        for_each_index(backend_, config_.num_envs * width,
                        detail::clip_action_kernel<T>{actions.data(), env_actions_.data(), T(Env::action_low),
                                                      T(Env::action_high)});
         env_.step_deferred(env_actions_.cview());
@@ -756,11 +1189,17 @@ class ppo {
       // Bootstrap on truncation: V(final observation of step t) where the time limit cut the episode.
       if (any_truncated()) {
         const view<const T> final_obs = network_input(env_.final_observations().cview(), false);
-        copy(backend_, critic_.forward(final_obs, critic_ws_), rollout_.bootstrap_values_at(t));
+        for_each_shard([&](std::size_t first, std::size_t n) {
+          copy(backend_, critic_.forward(final_obs.subview(first * obs_size, n * obs_size), critic_ws_),
+               rollout_.bootstrap_values_at(t).subview(first, n));
+        });
       }
     }
     const view<const T> obs = network_input(env_.observations().cview(), false);
-    copy(backend_, critic_.forward(obs, critic_ws_), rollout_.last_values_view());
+    for_each_shard([&](std::size_t first, std::size_t n) {
+      copy(backend_, critic_.forward(obs.subview(first * obs_size, n * obs_size), critic_ws_),
+           rollout_.last_values_view().subview(first, n));
+    });
   }
 
   /// Key of the policy's action draws during training (not the envs' own streams).
@@ -782,7 +1221,7 @@ class ppo {
     for_each_index(backend_, config_.num_envs,
                    detail::discounted_return_kernel<T>{rewards.data(), rollout_.terminated_at(t).data(),
                                                        discounted_returns_.data(), config_.gamma});
-    return_rms_.update_unchecked(discounted_returns_.cview());  // checked at the end of the iteration
+    update_normalizer(return_rms_, discounted_returns_.cview());  // checked at the end of the iteration
     for_each_index(backend_, config_.num_envs,
                    detail::scale_rewards_kernel<T>{rewards.data(), return_rms_.var_view().data(), config_.reward_clip});
   }
@@ -791,7 +1230,11 @@ class ppo {
   /// on the device (a non-finite norm leaves the gradients as they are and is reported at the end
   /// of the iteration), one Adam step on all parameters.
   void update_minibatch(std::uint64_t step) {
-    loss_and_gradients_into(minibatch_);
+    if (parts() > 1) {
+      accumulate_gradients();
+    } else {
+      loss_and_gradients_into(minibatch_, 0, config_.minibatch_size(), config_.normalize_advantages);
+    }
     const view<double> norm(&stats_.data()->grad_norm, 1);
     if constexpr (discrete) {
       clip_grad_norm(backend_, norm, {actor_.gradients(), critic_.gradients()}, config_.max_grad_norm);
@@ -808,6 +1251,7 @@ class ppo {
   Backend backend_;
   ppo_config config_;
   typename Env::Params env_params_;
+  communicator* comm_;
   env_type env_;
   rollout_buffer<T, action_type, Backend> rollout_;
   rollout_minibatch<T, action_type, Backend> minibatch_;
@@ -823,6 +1267,9 @@ class ppo {
   buffer<double, Backend> discounted_returns_;
   buffer<action_type, Backend> env_actions_;  // continuous: the rollout's actions clipped to the env's bounds
   buffer<detail::ppo_device_stats, Backend> stats_;  // [1] the iteration's statistics, read once at its end
+  buffer<T, Backend> grad_sum_;    // [gradient_size()] the parts' gradients summed (parts() > 1)
+  buffer<T, Backend> grad_shard_;  // [gradient_size()] one shard's micro-batches summed (shards and accumulation)
+  buffer<double, Backend> adv_scratch_;  // [env_shards + 2] advantage moments of the minibatch
   detail::phase_timer<Backend> timer_;
   std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
   std::optional<checkpoint_directory> checkpoints_;

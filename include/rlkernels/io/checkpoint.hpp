@@ -349,6 +349,25 @@ public:
     return bytes;
   }
 
+  /// @brief The bytes save() would write (the same format, checksum included), in memory: what a
+  /// data-parallel trainer gathers from every rank into the checkpoint rank 0 writes.
+  /// load_from_memory() reads them back.
+  std::vector<std::uint8_t> save_to_memory() const {
+    RLK_EXPECTS(detail::host_is_little_endian(), error,
+                "rlkernels::checkpoint::save_to_memory: checkpoints are little-endian; this host is big-endian");
+    std::vector<std::uint8_t> out;
+    out.reserve(std::size_t(file_size()));
+    std::uint64_t crc = 0;
+    const auto write = [&](const void* data, std::size_t bytes) {
+      if (bytes == 0) return;
+      crc = detail::crc64(data, bytes, crc);
+      const auto* p = static_cast<const std::uint8_t*>(data);
+      out.insert(out.end(), p, p + bytes);
+    };
+    emit(write, crc);
+    return out;
+  }
+
   /// @brief Writes every bound field to `path` atomically: to "<path>.tmp.<pid>", flushed and
   /// fsync'ed, renamed over `path`, then the directory is fsync'ed. A crash at any point leaves
   /// either the old file or the new one; on failure the temporary file is removed and `path` is
@@ -371,45 +390,7 @@ public:
       if (!ok) write_error = errno;
     };
     try {
-      std::vector<std::uint8_t> header;
-      header.insert(header.end(), std::begin(detail::checkpoint_magic), std::end(detail::checkpoint_magic));
-      detail::put_le<std::uint32_t>(header, detail::checkpoint_version);
-      std::uint8_t order[4];  // native order: a big-endian writer would mark its file as such
-      std::memcpy(order, &detail::checkpoint_byte_order, 4);
-      header.insert(header.end(), order, order + 4);
-      detail::put_le<std::uint64_t>(header, file_size());
-      detail::put_le<std::uint32_t>(header, std::uint32_t(fields_.size()));
-      detail::put_le<std::uint32_t>(header, 0);
-      write(header.data(), header.size());
-      std::vector<std::uint8_t> chunk;
-      for (const field& f : fields_) {
-        std::vector<std::uint8_t> head;
-        detail::put_le<std::uint32_t>(head, std::uint32_t(f.name.size()));
-        head.insert(head.end(), f.name.begin(), f.name.end());
-        detail::put_le<std::uint32_t>(head, f.type);
-        detail::put_le<std::uint32_t>(head, f.element_size);
-        detail::put_le<std::uint64_t>(head, f.count);
-        write(head.data(), head.size());
-        const std::size_t bytes = f.count * f.element_size;
-        if (f.kind == field_kind::constant) {
-          write(f.constant.data(), bytes);
-        } else if (f.kind == field_kind::value) {
-          write(f.data, bytes);
-        } else {
-          // Through a bounded host buffer: no second copy of a large (device) array.
-          constexpr std::size_t max_chunk = std::size_t(1) << 24;
-          for (std::size_t done = 0; done < bytes && ok;) {
-            const std::size_t n = std::min(max_chunk, bytes - done);
-            chunk.resize(n);
-            f.to_host(chunk.data(), static_cast<const unsigned char*>(f.data) + done, n);
-            write(chunk.data(), n);
-            done += n;
-          }
-        }
-      }
-      std::vector<std::uint8_t> tail;
-      detail::put_le<std::uint64_t>(tail, crc);
-      write(tail.data(), tail.size());
+      emit(write, crc);
     } catch (...) {
       std::fclose(file);
       throw;
@@ -431,6 +412,11 @@ public:
     guard.armed = false;
     sync_directory_of(path);
   }
+
+  /// @brief The bytes of the file at `path` (what load() validates), for a process that reads a
+  /// checkpoint once and hands it to others (data-parallel ranks).
+  /// @throw checkpoint_error if the file cannot be read
+  static std::vector<std::uint8_t> read_bytes(const std::string& path) { return read_file(path); }
 
   /// @brief Reads `path` and loads it (see load_from_memory()).
   /// @throw checkpoint_error if the file cannot be read or is refused; nothing bound has changed then
@@ -494,6 +480,52 @@ public:
   }
 
 private:
+  /// Emits the whole file (header, fields, checksum) through `write(data, bytes)`, which adds
+  /// the bytes to its running CRC-64 `crc` as it writes.
+  template <class Write>
+  void emit(Write&& write, const std::uint64_t& crc) const {
+    std::vector<std::uint8_t> header;
+    header.insert(header.end(), std::begin(detail::checkpoint_magic), std::end(detail::checkpoint_magic));
+    detail::put_le<std::uint32_t>(header, detail::checkpoint_version);
+    std::uint8_t order[4];  // native order: a big-endian writer would mark its file as such
+    std::memcpy(order, &detail::checkpoint_byte_order, 4);
+    header.insert(header.end(), order, order + 4);
+    detail::put_le<std::uint64_t>(header, file_size());
+    detail::put_le<std::uint32_t>(header, std::uint32_t(fields_.size()));
+    detail::put_le<std::uint32_t>(header, 0);
+    write(header.data(), header.size());
+    std::vector<std::uint8_t> chunk;
+    for (const field& f : fields_) {
+      std::vector<std::uint8_t> head;
+      detail::put_le<std::uint32_t>(head, std::uint32_t(f.name.size()));
+      head.insert(head.end(), f.name.begin(), f.name.end());
+      detail::put_le<std::uint32_t>(head, f.type);
+      detail::put_le<std::uint32_t>(head, f.element_size);
+      detail::put_le<std::uint64_t>(head, f.count);
+      write(head.data(), head.size());
+      const std::size_t bytes = f.count * f.element_size;
+      if (f.kind == field_kind::constant) {
+        write(f.constant.data(), bytes);
+      } else if (f.kind == field_kind::value) {
+        write(f.data, bytes);
+      } else {
+        // Through a bounded host buffer: no second copy of a large (device) array.
+        constexpr std::size_t max_chunk = std::size_t(1) << 24;
+        for (std::size_t done = 0; done < bytes;) {
+          const std::size_t n = std::min(max_chunk, bytes - done);
+          chunk.resize(n);
+          f.to_host(chunk.data(), static_cast<const unsigned char*>(f.data) + done, n);
+          write(chunk.data(), n);
+          done += n;
+        }
+      }
+    }
+    std::vector<std::uint8_t> tail;
+    detail::put_le<std::uint64_t>(tail, crc);
+    write(tail.data(), tail.size());
+  }
+
+
   enum class field_kind { array, value, constant };
   struct field {
     std::string name;

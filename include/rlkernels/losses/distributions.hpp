@@ -319,8 +319,9 @@ struct categorical_sample_kernel {
   std::uint64_t seed;
   std::uint64_t draw;
   std::int32_t* actions;
+  std::uint64_t first_row = 0;  // row i draws from stream first_row + i
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
-    rng gen(seed, i, draw);
+    rng gen(seed, first_row + i, draw);
     actions[i] = categorical_row_sample(logits + i * A, mask ? mask + i * A : nullptr, A, gen);
   }
 };
@@ -381,8 +382,9 @@ struct gaussian_sample_kernel {
   const T* high;
   T* actions;
   T* eps_out;
+  std::uint64_t first_element = 0;  // element k draws from stream first_element + k
   RLK_HOST_DEVICE void operator()(std::size_t k) const {
-    rng gen(seed, k, draw);
+    rng gen(seed, first_element + k, draw);
     const T eps = gen.normal<T>();
     T inside;
     const T ls = clamp_log_std(g.log_std[k], g.log_std_min, g.log_std_max, inside);
@@ -519,17 +521,20 @@ void categorical_entropy(const Backend& backend, const categorical_view<T>& dist
 /// thread count. Increment `draw` between calls for fresh samples. Masked actions are never drawn;
 /// an all-masked row gives -1.
 /// @param actions [B] int32 output
+/// @param first_row the rows' place in a larger batch: row i draws from rng(seed, first_row + i,
+///        draw), so a batch split over processes (data-parallel training) draws what one process
+///        drawing the whole batch would
 /// @throw std::invalid_argument on a size mismatch or a null view
 template <class Backend, class T>
 void categorical_sample(const Backend& backend, const categorical_view<T>& dist, std::uint64_t seed,
-                        std::uint64_t draw, view<std::int32_t> actions) {
+                        std::uint64_t draw, view<std::int32_t> actions, std::uint64_t first_row = 0) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::categorical_sample: T must be float or double");
   constexpr const char* who = "rlkernels::categorical_sample";
   const std::size_t b = detail::check_categorical(dist, who);
   detail::check_view_size(actions.size(), actions.data(), b, who, "actions");
   for_each_index(backend, b,
                  detail::categorical_sample_kernel<T>{dist.num_actions, dist.logits.data(), dist.mask.data(), seed,
-                                                      draw, actions.data()});
+                                                      draw, actions.data(), first_row});
 }
 
 /// @brief log N(actions[i]; mean[i], diag(exp(2 * clamped log_std[i]))) summed over D, with
@@ -582,17 +587,20 @@ void gaussian_entropy(const Backend& backend, const gaussian_view<T>& dist, view
 /// (seed, draw, k) on every backend. da/dmean = 1, da/dlog_std = std * eps (inside the clamp).
 /// @param actions [B, D] output
 /// @param eps [B, D] output of the standard-normal noise used, or empty
+/// @param first_row the rows' place in a larger batch: element k draws from stream
+///        first_row * D + k (see categorical_sample)
 /// @throw std::invalid_argument on a size mismatch or a null required view
 template <class Backend, class T>
 void gaussian_sample(const Backend& backend, const gaussian_view<T>& dist, std::uint64_t seed, std::uint64_t draw,
-                     view<T> actions, view<T> eps = {}) {
+                     view<T> actions, view<T> eps = {}, std::uint64_t first_row = 0) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::gaussian_sample: T must be float or double");
   constexpr const char* who = "rlkernels::gaussian_sample";
   const std::size_t b = detail::check_gaussian(dist, who);
   detail::check_view_size(actions.size(), actions.data(), b * dist.dim, who, "actions");
   detail::check_optional(eps.size(), eps.data(), b * dist.dim, who, "eps");
   for_each_index(backend, b * dist.dim,
-                 detail::gaussian_sample_kernel<T>{dist, seed, draw, false, nullptr, nullptr, actions.data(), eps.data()});
+                 detail::gaussian_sample_kernel<T>{dist, seed, draw, false, nullptr, nullptr, actions.data(), eps.data(),
+                                                   first_row * dist.dim});
 }
 
 /// @brief Reparameterised tanh-Gaussian sample: u = mean + exp(clamped log_std) * eps (the same

@@ -1,0 +1,26 @@
+# Runs `MPIEXEC NP_FLAG 2 PROGRAM MODE` (mpi_failure.cpp) and passes when the job fails within 60 s
+# with the message the drill expects (cmake -P; CTest's TIMEOUT is the backstop).
+string(TIMESTAMP start "%s")
+execute_process(COMMAND "${MPIEXEC}" ${NP_FLAG} 2 "${PROGRAM}" ${MODE}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 90)
+string(TIMESTAMP stop "%s")
+math(EXPR seconds "${stop} - ${start}")
+set(all "${out}\n${err}")
+message(STATUS "exit status ${rc} after ${seconds} s; output:\n${all}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the ${MODE} drill ended with status 0: a failure went unreported")
+endif()
+if(seconds GREATER 60)
+  message(FATAL_ERROR "the ${MODE} drill took ${seconds} s (a hang cut short by a timeout, not a timely error)")
+endif()
+if(MODE STREQUAL "dies")
+  # Either the launcher ends the job when rank 1 exits, or rank 0's collective times out.
+  set(expect "(exited with non-zero status|exited on signal|rank 0 of 2: .* timed out)")
+elseif(MODE STREQUAL "late")
+  set(expect "rank 0 of 2: join of 'the ranks' announcements': rank\\(s\\) 1 did not join within 2 s")
+else()
+  set(expect "rank 0 of 2: [a-z_]+ of '[^']+': timed out after 3 s")
+endif()
+if(NOT all MATCHES "${expect}")
+  message(FATAL_ERROR "the ${MODE} drill's output lacks /${expect}/")
+endif()

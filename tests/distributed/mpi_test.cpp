@@ -1,0 +1,210 @@
+// Data-parallel training over MPI, run as `mpirun -np 2 mpi_test` (CTest does): the communicator's
+// collectives, and PPO with 2 ranks x N envs against one process with 2N envs and env_shards = 2,
+// bit for bit (CartPole, Pendulum with both normalisers, Hopper-v5, gradient accumulation), a
+// resumed 2-rank checkpoint, diverged parameters and mismatched configs reported. Every rank runs
+// every case (the collectives need both); a rank's failure fails the job.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <rlkernels/algorithms/ppo.hpp>
+#include <rlkernels/distributed/mpi.hpp>
+#include <rlkernels/envs/cartpole.hpp>
+#include <rlkernels/envs/mujoco/hopper.hpp>
+#include <rlkernels/envs/pendulum.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace rlkernels;
+using backend_t = serial_backend;
+
+mpi_communicator* world = nullptr;  // set by main
+
+/// A file name rank 0 picks and every rank knows.
+std::string shared_path(const char* stem) {
+  std::uint64_t id = std::uint64_t(::getpid());
+  world->broadcast_raw(&id, sizeof(id), 0, {}, "file name");
+  return (std::filesystem::temp_directory_path() / (std::string(stem) + "-" + std::to_string(id) + ".rlkc")).string();
+}
+
+template <class Agent>
+std::vector<typename Agent::scalar_type> parameters(Agent& agent) {
+  auto p = agent.actor().parameters_to_host();
+  const auto c = agent.critic().parameters_to_host();
+  p.insert(p.end(), c.begin(), c.end());
+  const auto s = agent.log_std().to_host();
+  p.insert(p.end(), s.begin(), s.end());
+  return p;
+}
+
+/// Trains `c` (num_envs per rank) on both ranks and, on each rank alone, one process with
+/// 2 * num_envs envs and env_shards = 2; the parameters, this rank's envs' observations and the
+/// episode counts must be equal bit for bit after every iteration.
+template <class Env>
+void check_equals_one_process(ppo_config c, typename Env::Params params = {}) {
+  REQUIRE(world->size() == 2);
+  ppo<Env, backend_t> ranks(serial, c, params, *world);
+  ppo_config whole = c;
+  whole.num_envs = 2 * c.num_envs;
+  whole.env_shards = 2;
+  ppo<Env, backend_t> one(serial, whole, params);
+  REQUIRE(ranks.num_iterations() == one.num_iterations());
+  const std::size_t obs = std::size_t(Env::observation_size), n = c.num_envs;
+  while (!ranks.done()) {
+    const ppo_iteration_stats a = ranks.iterate();
+    const ppo_iteration_stats b = one.iterate();
+    CAPTURE(a.iteration);
+    CHECK(a.global_step == b.global_step);
+    CHECK(a.episodes == b.episodes);
+    CHECK(a.policy_loss == b.policy_loss);
+    CHECK(a.grad_norm == b.grad_norm);
+    REQUIRE(parameters(ranks) == parameters(one));
+    const auto mine = ranks.envs().observations().to_host();
+    const auto all = one.envs().observations().to_host();
+    const std::size_t first = std::size_t(world->rank()) * n * obs;
+    CHECK(std::vector<typename Env::scalar_type>(all.begin() + first, all.begin() + first + n * obs) == mine);
+  }
+}
+
+ppo_config cartpole_config() {
+  ppo_config c;
+  c.num_envs = 4;
+  c.num_steps = 32;
+  c.num_minibatches = 4;
+  c.update_epochs = 2;
+  c.hidden_sizes = {16, 16};
+  c.learning_rate = 3e-3;
+  c.total_timesteps = 2 * 4 * 32 * 4;
+  c.seed = 11;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("mpi communicator: all-reduce, broadcast, all-gather and gather of bytes", "[distributed]") {
+  const int r = world->rank(), n = world->size();
+  REQUIRE(n == 2);
+  for (reduction_order order : {reduction_order::ordered, reduction_order::native}) {
+    std::vector<double> x = {double(r + 1), 0.1 * (r + 1), -3.0};
+    all_reduce(*world, serial, view<double>(x.data(), x.size()), reduce_op::sum, order, "x");
+    CHECK(x == std::vector<double>{3.0, 0.1 + 0.2, -6.0});
+    std::vector<float> y = {float(r), 1.0f};
+    all_reduce(*world, serial, view<float>(y.data(), y.size()), reduce_op::mean, order, "y");
+    CHECK(y == std::vector<float>{0.5f, 1.0f});
+    std::vector<std::uint64_t> z = {std::uint64_t(r) << 40, 7};
+    all_reduce(*world, serial, view<std::uint64_t>(z.data(), z.size()), reduce_op::sum, order, "z");
+    CHECK(z == std::vector<std::uint64_t>{std::uint64_t(1) << 40, 14});
+  }
+  std::vector<int> b = {r, r + 10};
+  broadcast(*world, serial, view<int>(b.data(), 2), 1, "b");
+  CHECK(b == std::vector<int>{1, 11});
+  CHECK(all_gather(*world, 100 + r) == std::vector<int>{100, 101});
+  const auto parts = world->gather_bytes(std::vector<std::uint8_t>(std::size_t(3 * r + 1), std::uint8_t(r)), 0, "parts");
+  if (r == 0) {
+    REQUIRE(parts.size() == 2);
+    CHECK(parts[0] == std::vector<std::uint8_t>(1, 0));
+    CHECK(parts[1] == std::vector<std::uint8_t>(4, 1));
+  } else {
+    CHECK(parts.empty());
+  }
+  world->barrier("test");
+  CHECK_THROWS_WITH(broadcast(*world, serial, view<int>(b.data(), 2), 2, "b"), Catch::Contains("root 2 is not a rank"));
+}
+
+TEST_CASE("ppo: 2 ranks x 4 envs train CartPole-v1 as 1 process x 8 envs with env_shards = 2, bit for bit",
+          "[distributed][ppo]") {
+  check_equals_one_process<cartpole<float>>(cartpole_config());
+}
+
+TEST_CASE("ppo: gradient accumulation on 2 ranks equals 1 process with the same shards and accumulation",
+          "[distributed][ppo][accumulation]") {
+  ppo_config c = cartpole_config();
+  c.gradient_accumulation_steps = 4;
+  check_equals_one_process<cartpole<float>>(c);
+}
+
+TEST_CASE("ppo: 2 ranks equal 1 process on Pendulum-v1 with both normalisers and an early KL stop",
+          "[distributed][ppo]") {
+  ppo_config c = cartpole_config();
+  c.num_envs = 2;
+  c.num_steps = 64;
+  c.normalize_observations = true;
+  c.normalize_rewards = true;
+  c.target_kl = 0.002;
+  c.total_timesteps = 2 * 2 * 64 * 3;
+  check_equals_one_process<pendulum<float>>(c);
+}
+
+TEST_CASE("ppo: 2 ranks equal 1 process on Hopper-v5 (MuJoCo) with the continuous preset's normalisers",
+          "[distributed][ppo][mujoco]") {
+  ppo_config c = ppo_config::cleanrl_continuous();
+  c.num_envs = 2;
+  c.num_steps = 64;
+  c.num_minibatches = 4;
+  c.update_epochs = 2;
+  c.total_timesteps = 2 * 2 * 64 * 2;
+  check_equals_one_process<hopper<float>>(c);
+}
+
+TEST_CASE("ppo: a run resumed from a 2-rank checkpoint continues bit for bit", "[distributed][ppo][checkpoint]") {
+  ppo_config c = cartpole_config();
+  c.total_timesteps = 2 * 4 * 32 * 4;
+  const std::string path = shared_path("rlk-mpi-test-resume");
+  ppo<cartpole<float>, backend_t> first(serial, c, {}, *world);
+  first.iterate();
+  first.iterate();
+  first.save_checkpoint(path);
+  while (!first.done()) first.iterate();
+  ppo<cartpole<float>, backend_t> resumed(serial, c, {}, *world);
+  resumed.load_checkpoint(path);
+  CHECK(resumed.iteration() == 2);
+  while (!resumed.done()) resumed.iterate();
+  CHECK(parameters(resumed) == parameters(first));
+  CHECK(resumed.envs().observations().to_host() == first.envs().observations().to_host());
+  // One process cannot take a 2-rank checkpoint: refused, naming what does not fit.
+  ppo<cartpole<float>, backend_t> alone(serial, c);
+  if (world->rank() == 0) CHECK_THROWS_WITH(alone.load_checkpoint(path), Catch::Contains("missing section 'env/layout'"));
+  world->barrier("checkpoint test");
+  if (world->rank() == 0) std::filesystem::remove(path);
+}
+
+TEST_CASE("ppo: a rank whose parameters differ from rank 0's is reported by every rank", "[distributed][ppo]") {
+  ppo_config c = cartpole_config();
+  c.parameter_check_every = 1;
+  ppo<cartpole<float>, backend_t> agent(serial, c, {}, *world);
+  agent.iterate();  // equal: no report
+  if (world->rank() == 1) {
+    std::vector<float> p = agent.critic().parameters_to_host();
+    p[0] += 1.0f;  // as a rank that computed something else would
+    agent.critic().set_parameters(p);
+  }
+  CHECK_THROWS_WITH(agent.iterate(), Catch::Contains("the parameters of rank(s) 1 differ from rank 0's"));
+}
+
+TEST_CASE("ppo: ranks given different configs are refused at construction", "[distributed][ppo]") {
+  ppo_config c = cartpole_config();
+  if (world->rank() == 1) c.learning_rate *= 2;
+  CHECK_THROWS_WITH((ppo<cartpole<float>, backend_t>(serial, c, {}, *world)),
+                    Catch::Contains("rank 1's config differs from rank 0's"));
+  ppo_config sharded = cartpole_config();
+  sharded.env_shards = 2;
+  CHECK_THROWS_WITH((ppo<cartpole<float>, backend_t>(serial, sharded, {}, *world)),
+                    Catch::Contains("every rank is one shard"));
+}
+
+int main(int argc, char** argv) {
+  mpi_communicator comm(argc, argv, 120.0);
+  world = &comm;
+  Catch::Session session;
+  if (comm.rank() != 0) session.configData().reporterName = "compact";  // rank 0 reports in full
+  int rc = session.run(argc, argv);
+  std::uint64_t failed = rc != 0 ? 1 : 0;
+  all_reduce(comm, serial, view<std::uint64_t>(&failed, 1), reduce_op::sum, reduction_order::ordered, "results");
+  if (comm.rank() == 0) std::printf("mpi_test: %d of %d ranks failed\n", int(failed), comm.size());
+  return failed ? 1 : 0;
+}
