@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
+    (void)rlk_example::start_job(argc, argv, cl.run, program);  // refuses to run as one of several ranks
     return rlk_example::with_env<rlk_example::discrete_classic_control>(
         cl.run.env,
         "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +

@@ -8,6 +8,12 @@
 // PNG plot of it (scripts/plot_learning_curve.py), and says where. --help lists every option; the
 // hyperparameters start from the env's preset (rlkernels::ppo_preset) that options override.
 // The user interface is shared with the other training examples (training_ui.hpp).
+//
+// Data parallel (docs/distributed.md): under mpirun / srun (MPI) or a torchrun-style launcher
+// (NCCL, in train_ppo_cuda) every rank trains --num-envs envs of its own and rank 0 reports:
+//
+//   mpirun -np 4 train_ppo --env Hopper-v5 --num-envs 8
+
 #include <rlkernels/rlkernels.hpp>
 
 #include "training_ui.hpp"
@@ -22,7 +28,8 @@ namespace {
 using rlk_example::field;
 using config = rlkernels::ppo_config;
 
-const rlk_example::program program{"train_ppo", "PPO", "ppo", "CartPole-v1", 0, /*exports_policy=*/true};
+const rlk_example::program program{"train_ppo", "PPO", "ppo", "CartPole-v1", 0, /*exports_policy=*/true,
+                                   /*data_parallel=*/true};
 
 
 std::vector<rlk_example::option<config>> hyperparameters() {
@@ -47,6 +54,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--init-log-std", &config::init_log_std),
       field("--hidden", &config::hidden_sizes),
       rlk_example::activation_option<config>(),
+      field("--grad-accum", &config::gradient_accumulation_steps, "K",
+            "compute each minibatch's gradient in K micro-batches (the same update, less memory; default 1)"),
   };
 }
 
@@ -59,11 +68,15 @@ config preset(const std::string& id) {
 }
 
 template <class Env, class Backend>
-int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
+int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry,
+        rlkernels::communicator& comm) {
   using namespace rlkernels;
   const ppo_config& c = cl.config;
   const std::string id(entry.info.id);
-  std::printf("PPO on %s (%s backend), seed %llu: %zu envs x %zu steps, %zu minibatches x %zu epochs, lr %g%s, "
+  if (comm.rank() == 0 && comm.size() > 1)
+    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs; gradients all-reduced in rank order\n", comm.size(),
+                comm.name().c_str(), c.num_envs, std::size_t(comm.size()) * c.num_envs);
+  if (comm.rank() == 0) std::printf("PPO on %s (%s backend), seed %llu: %zu envs x %zu steps, %zu minibatches x %zu epochs, lr %g%s, "
               "gamma %g, lambda %g, clip %g, ent %g, hidden %s, norm obs %s, norm reward %s, %llu steps\n",
               id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.num_steps, c.num_minibatches,
               c.update_epochs, c.learning_rate, c.anneal_lr ? " (annealed)" : "", c.gamma, c.gae_lambda, c.clip_coef,
@@ -71,7 +84,13 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
               c.normalize_rewards ? "on" : "off", (unsigned long long)c.total_timesteps);
   std::fflush(stdout);
 
-  ppo<Env, Backend> agent(backend, c, entry.params);
+  ppo<Env, Backend> agent(backend, c, entry.params, comm);
+  if (comm.rank() == 0 && comm.size() > 1) {
+    const std::size_t values = agent.actor().num_parameters() + agent.critic().num_parameters() + agent.log_std().size();
+    std::printf("gradient: %zu values (%zu bytes) all-reduced %zu times per iteration (%zu minibatches x %zu epochs)\n",
+                values, values * sizeof(typename ppo<Env, Backend>::scalar_type), c.num_minibatches * c.update_epochs,
+                c.num_minibatches, c.update_epochs);
+  }
   auto columns = [](const ppo_iteration_stats& s) -> std::vector<rlk_example::stat> {
     using rlk_example::real;
     return {real("policy_loss", s.policy_loss), real("value_loss", s.value_loss), real("entropy", s.entropy),
@@ -79,7 +98,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
             real("learning_rate", s.learning_rate)};
   };
   const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, rlk_example::no_stats{});
-  if (status == 0 && !cl.run.export_policy.empty()) {
+  if (status == 0 && !cl.run.export_policy.empty() && comm.rank() == 0) {
     save_policy(agent, id, cl.run.export_policy);  // rlkernels/algorithms/policy_file.hpp
     std::printf("policy: %s\n", cl.run.export_policy.c_str());
   }
@@ -92,13 +111,17 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    return rlk_example::with_env<rlk_example::classic_control_or_locomotion>(
-        cl.run.env,
-        "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
-        "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5); " + cl.run.env +
-            " is not one of them",
-        [&](auto entry) {
-          return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });
-        });
+    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
+    return rlk_example::run_job(job, [&] {
+      return rlk_example::with_env<rlk_example::classic_control_or_locomotion>(
+          cl.run.env,
+          "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
+          "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5); " + cl.run.env +
+              " is not one of them",
+          [&](auto entry) {
+            return rlk_example::with_backend(cl.run.backend, program,
+                                             [&](auto backend) { return run(backend, cl, entry, job.get()); });
+          });
+    });
   });
 }

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::sac_preset);
+    (void)rlk_example::start_job(argc, argv, cl.run, program);  // refuses to run as one of several ranks
     return rlk_example::with_env<rlk_example::continuous_actions>(
         cl.run.env,
         "train_sac trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "

@@ -3,11 +3,20 @@
 // do with the algorithm: the command line (common options, a table of hyperparameter options that
 // parses and prints --help), the backend and env dispatch, and the training loop's user interface
 // (one updating progress line, the CSV learning curve and its PNG, checkpoints and resuming, the
-// final deterministic evaluation). Not part of the library: an example's helper, included by path.
+// final deterministic evaluation), and the data-parallel job (the communicator a launcher's
+// environment or --distributed asks for; rank 0 reports for the whole job). Not part of the
+// library: an example's helper, included by path.
 #pragma once
 
 #include <rlkernels/algorithms/common.hpp>
 #include <rlkernels/core/backend.hpp>
+#include <rlkernels/core/communicator.hpp>
+#if defined(RLK_EXAMPLE_MPI)
+#include <rlkernels/distributed/mpi.hpp>
+#endif
+#if defined(RLK_EXAMPLE_NCCL) && RLK_HAS_CUDA
+#include <rlkernels/distributed/nccl.hpp>
+#endif
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/io/checkpoint.hpp>
 #include <rlkernels/nn/mlp.hpp>
@@ -22,6 +31,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -221,6 +232,15 @@ struct has_checkpoints<Trainer, std::void_t<decltype(std::declval<Trainer&>().lo
                                             decltype(std::declval<Trainer&>().bind_checkpoint(
                                                 std::declval<rlkernels::checkpoint&>()))>> : std::true_type {};
 
+/// Trainers that train data-parallel: comm() and save_checkpoint(checkpoint_directory).
+template <class Trainer, class = void>
+struct has_communicator : std::false_type {};
+template <class Trainer>
+struct has_communicator<Trainer, std::void_t<decltype(std::declval<Trainer&>().comm().rank()),
+                                             decltype(std::declval<Trainer&>().save_checkpoint(
+                                                 std::declval<const rlkernels::checkpoint_directory&>()))>>
+    : std::true_type {};
+
 /// The checkpoint options of a config that has the checkpoint fields (none otherwise).
 template <class Config>
 std::vector<option<Config>> checkpoint_options() {
@@ -251,6 +271,7 @@ struct program {
   std::string default_env;      ///< "CartPole-v1"
   std::uint64_t csv_every = 0;  ///< env steps between CSV rows (0: one row per iteration)
   bool exports_policy = false;  ///< takes --export-policy FILE (the trainer writes it)
+  bool data_parallel = false;   ///< trains over several processes (--distributed; PPO so far)
 };
 
 /// @brief The options every training example has.
@@ -267,6 +288,8 @@ struct run_options {
   std::string resume;             ///< checkpoint to load before training (empty: none)
   bool evaluate_only = false;     ///< with resume: evaluate the checkpoint's policy, no training
   std::string export_policy;      ///< where to write the trained deterministic policy (empty: nowhere)
+  std::string distributed = "auto";   ///< auto (from the launcher's environment), none, mpi or nccl
+  double distributed_timeout = 300;   ///< seconds a collective waits for the other ranks
 };
 
 /// @brief A parsed command line: the common options and the trainer's config (the env's preset,
@@ -340,6 +363,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
     else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
     else if (arg == "--evaluate-only" && !checkpoint.empty()) o.evaluate_only = true;
     else if (arg == "--export-policy" && p.exports_policy) o.export_policy = value();
+    else if (arg == "--distributed" && p.data_parallel) o.distributed = value();
+    else if (arg == "--distributed-timeout" && p.data_parallel) o.distributed_timeout = parse_real(arg, value());
     else if (arg == "--help" || arg == "-h") {
       std::vector<std::string> compact;
       std::vector<std::pair<std::string, std::string>> described;
@@ -360,6 +385,12 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
       if (p.exports_policy)
         general.push_back({"--export-policy FILE",
                            "write the trained deterministic policy (normaliser and actor) as text (docs/training.md)"});
+      if (p.data_parallel) {
+        general.push_back({"--distributed D",
+                           "auto (default: MPI under mpirun/srun, NCCL under torchrun-style RANK/WORLD_SIZE), none, mpi "
+                           "or nccl (docs/distributed.md); --num-envs is per rank"});
+        general.push_back({"--distributed-timeout S", "seconds a rank waits for the others before it fails (default 300)"});
+      }
       general.insert(general.end(), described.begin(), described.end());
       std::vector<std::pair<std::string, std::string>> checkpoints;
       for (const option<Config>& opt : checkpoint) checkpoints.push_back({opt.flag + " " + opt.metavar, opt.help});
@@ -385,7 +416,129 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
   out.config.validate();
   if (o.evaluate_only && o.resume.empty()) throw std::invalid_argument("--evaluate-only needs --resume FILE");
   if (o.evaluate_only && o.eval_episodes == 0) throw std::invalid_argument("--evaluate-only needs --eval-episodes >= 1");
+  if (o.distributed != "auto" && o.distributed != "none" && o.distributed != "mpi" && o.distributed != "nccl")
+    throw std::invalid_argument("--distributed takes auto, none, mpi or nccl, got '" + o.distributed + "'");
+  if (!(o.distributed_timeout > 0)) throw std::invalid_argument("--distributed-timeout must be > 0");
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The data-parallel job
+// ---------------------------------------------------------------------------------------------
+
+/// @brief The communicators of a data-parallel run: `bootstrap` (MPI, when NCCL is started from
+/// it) and the one the trainer uses; empty for a single process.
+struct distributed_job {
+  std::unique_ptr<rlkernels::communicator> bootstrap;
+  std::unique_ptr<rlkernels::communicator> comm;
+  /// The trainer's communicator (the single process's default when there is none).
+  rlkernels::communicator& get() const { return comm ? *comm : rlkernels::default_communicator(); }
+  /// This process's rank (0 for a single process).
+  int rank() const { return get().rank(); }
+};
+
+namespace detail {
+inline const char* env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+/// True under an MPI launcher (mpirun / mpiexec of Open MPI or MPICH, srun with PMI/PMIx).
+inline bool under_mpi_launcher() {
+  return env_or_null("OMPI_COMM_WORLD_SIZE") || env_or_null("PMI_SIZE") || env_or_null("PMIX_RANK");
+}
+/// The rank within this machine an MPI launcher gave (0 when it says nothing).
+inline int mpi_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = env_or_null(name)) return std::atoi(v);
+  return 0;
+}
+}  // namespace detail
+
+/// @brief Starts the job's communicator as `o.distributed` says: "auto" takes MPI under an MPI
+/// launcher and NCCL under torchrun-style variables (RANK, WORLD_SIZE, ...), else none. On CUDA
+/// builds rank r of a machine takes GPU (local rank mod the GPU count). A program that does not
+/// train data-parallel refuses to run as several ranks.
+/// @throw std::invalid_argument when the build lacks what is asked for; distributed_error
+inline distributed_job start_job(int& argc, char**& argv, const run_options& o, const program& p) {
+  std::string kind = o.distributed;
+  if (kind == "auto") {
+    const bool torchrun = detail::env_or_null("RANK") && detail::env_or_null("WORLD_SIZE");
+    kind = detail::under_mpi_launcher() ? "mpi" : torchrun ? "nccl" : "none";
+    if (!p.data_parallel) {
+      const char* size = detail::env_or_null("OMPI_COMM_WORLD_SIZE");
+      if (!size) size = detail::env_or_null("PMI_SIZE");
+      if (!size) size = detail::env_or_null("WORLD_SIZE");
+      if (size && std::atoi(size) > 1)
+        throw std::invalid_argument(p.name + " trains in one process; it was launched as one of " + size +
+                                    " ranks (data-parallel training is train_ppo's so far)");
+      kind = "none";
+    }
+  }
+  distributed_job job;
+  if (kind == "none") return job;
+#if RLK_HAS_CUDA
+  const auto use_local_gpu = [](int local_rank) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) RLK_CUDA_CHECK(cudaSetDevice(local_rank % count));
+  };
+#endif
+  if (kind == "mpi") {
+#if defined(RLK_EXAMPLE_MPI)
+#if RLK_HAS_CUDA
+    use_local_gpu(detail::mpi_local_rank());
+#endif
+    job.comm = std::make_unique<rlkernels::mpi_communicator>(&argc, &argv, o.distributed_timeout);
+#else
+    (void)argc, (void)argv;
+    throw std::invalid_argument("--distributed mpi: " + p.name +
+                                " was built without MPI (install libopenmpi-dev and rebuild; docs/distributed.md)");
+#endif
+  } else {
+#if defined(RLK_EXAMPLE_NCCL) && RLK_HAS_CUDA
+    if (detail::under_mpi_launcher()) {
+#if defined(RLK_EXAMPLE_MPI)
+      const int local = detail::mpi_local_rank();
+      use_local_gpu(local);
+      job.bootstrap = std::make_unique<rlkernels::mpi_communicator>(&argc, &argv, o.distributed_timeout);
+      int count = 1;
+      (void)cudaGetDeviceCount(&count);
+      job.comm = std::make_unique<rlkernels::nccl_communicator>(*job.bootstrap, local % (count > 0 ? count : 1),
+                                                                o.distributed_timeout);
+#else
+      throw std::invalid_argument("--distributed nccl under an MPI launcher needs MPI in this build");
+#endif
+    } else {
+      const std::optional<rlkernels::launcher_environment> env = rlkernels::launcher_environment::from_env();
+      if (!env)
+        throw std::invalid_argument("--distributed nccl: no launcher found (set RANK, WORLD_SIZE, LOCAL_RANK, "
+                                    "MASTER_ADDR, MASTER_PORT as torchrun does, or start under mpirun)");
+      job.comm = std::make_unique<rlkernels::nccl_communicator>(*env, o.distributed_timeout);
+    }
+#else
+    (void)argc, (void)argv;
+    throw std::invalid_argument("--distributed nccl: " + p.name + " has no NCCL (" + p.name +
+                                "_cuda has, where the CUDA Toolkit's NCCL is found)");
+#endif
+  }
+  return job;
+}
+
+/// @brief Runs f() for the job: in a data-parallel job an exception is printed as "error: rank R
+/// of N: ..." and ends the whole job at once (MPI_Abort), so that no rank waits out its timeout
+/// for a peer that has stopped, and no rank finalises MPI while the others wait in a collective.
+/// A single process passes the exception on (guarded_main prints it).
+template <class F>
+int run_job(const distributed_job& job, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    if (!job.comm || job.comm->size() == 1) throw;
+    std::fprintf(stderr, "error: %s: %s\n", job.comm->where_am_i().c_str(), e.what());
+    std::fflush(stderr);
+    std::fflush(stdout);
+    job.comm->abort(1);
+  }
+  return 1;  // not reached: abort() ends the process
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -429,7 +582,8 @@ int with_env(const std::string& id, const std::string& refusal, F&& f) {
   return rc;
 }
 
-/// main()'s body: runs f, prints an exception as "error: ..." on stderr and returns 1.
+/// main()'s body: runs f, prints an exception as "error: ..." on stderr and returns 1 (a
+/// data-parallel job's failures are reported by run_job).
 template <class F>
 int guarded_main(F&& f) {
   try {
@@ -674,23 +828,27 @@ template <class Trainer, class Columns, class Progress, class Merge = last_updat
 int train_and_report(Trainer& agent, const program& p, const run_options& opt, const std::string& env_id,
                      std::uint64_t seed, Columns&& columns, Progress&& progress, Merge&& merge = {}) {
   using stats_type = std::decay_t<decltype(agent.iterate())>;
+  // Data parallel: every rank trains; rank 0 alone reports, writes the curve and evaluates.
+  bool root = true;
+  if constexpr (has_communicator<Trainer>::value) root = agent.comm().rank() == 0;
   if (!opt.resume.empty()) {
     if constexpr (has_checkpoints<Trainer>::value) {
       agent.load_checkpoint(opt.resume);
-      std::printf("resumed from %s at env step %llu (iteration %llu)\n", opt.resume.c_str(),
-                  (unsigned long long)agent.global_step(), (unsigned long long)agent.iteration());
+      if (root)
+        std::printf("resumed from %s at env step %llu (iteration %llu)\n", opt.resume.c_str(),
+                    (unsigned long long)agent.global_step(), (unsigned long long)agent.iteration());
       std::fflush(stdout);
     } else {
       throw std::invalid_argument(p.name + " cannot resume from checkpoints yet");
     }
   }
   if (opt.evaluate_only) {
-    detail::print_evaluation(agent, opt.eval_episodes, seed + 1000003);
+    if (root) detail::print_evaluation(agent, opt.eval_episodes, seed + 1000003);
     return 0;
   }
   const std::uint64_t first_step = agent.global_step();
 
-  {
+  if (root) {
     // --out names a folder that may not exist yet: make it (and its parents), as `mkdir -p` would.
     std::error_code ec;
     std::filesystem::create_directories(opt.out_dir, ec);
@@ -702,7 +860,8 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   for (const stat& s : columns(stats_type{})) header += "," + s.name;
   header += ",steps_per_s";
   double seconds_before = 0;
-  std::ofstream csv = detail::open_curve(csv_path, header, !opt.resume.empty(), first_step, seconds_before);
+  std::ofstream csv;
+  if (root) csv = detail::open_curve(csv_path, header, !opt.resume.empty(), first_step, seconds_before);
 
   const bool terminal = stdout_is_terminal();
   rlkernels::return_window window(100);
@@ -725,7 +884,7 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
       reached_step = s.global_step;
     }
     const bool last = agent.done() || reached;
-    if (p.csv_every == 0 || s.global_step >= next_row || last) {
+    if (root && (p.csv_every == 0 || s.global_step >= next_row || last)) {
       if (p.csv_every) next_row = (s.global_step / p.csv_every + 1) * p.csv_every;
       csv << s.iteration << ',' << s.global_step << ',' << seconds_before + elapsed << ',' << row_episodes << ','
           << window.mean();
@@ -736,7 +895,8 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
       csv << ',' << sps << '\n';
       row_episodes = 0;
     }
-    if (!opt.quiet && (terminal ? (elapsed - last_print >= 0.1 || last) : (elapsed - last_print >= 2.0 || last))) {
+    if (root && !opt.quiet &&
+        (terminal ? (elapsed - last_print >= 0.1 || last) : (elapsed - last_print >= 2.0 || last))) {
       last_print = elapsed;
       std::string fields;
       for (const stat& f : progress(shown)) {
@@ -753,12 +913,30 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
     }
     if (reached) break;
   }
-  if (!opt.quiet && terminal) std::printf("\n");
+  if (root && !opt.quiet && terminal) std::printf("\n");
+  if (!root) {
+    if constexpr (has_communicator<Trainer>::value && has_checkpoint_fields<std::decay_t<decltype(agent.config())>>::value) {
+      if (!agent.config().checkpoint_dir.empty())  // the last checkpoint is the ranks' joint work
+        agent.save_checkpoint(rlkernels::checkpoint_directory(agent.config().checkpoint_dir, p.file_prefix,
+                                                              agent.config().checkpoint_keep));
+    }
+    return 0;
+  }
   csv.close();
   const std::uint64_t trained = agent.global_step() - first_step;
   std::printf("trained %llu env steps and %llu gradient steps in %.2f s (%.0f env steps/s, %.0f updates/s)\n",
               (unsigned long long)trained, (unsigned long long)updates, elapsed, double(trained) / elapsed,
               double(updates) / elapsed);
+  if constexpr (has_communicator<Trainer>::value) {
+    const rlkernels::communicator& c = agent.comm();
+    if (c.size() > 1) {
+      const rlkernels::communicator_stats st = c.stats();
+      std::printf("communication (%s, rank 0 of %d): %llu collectives, %.2f MB sent, %.2f s (%.1f %% of the training "
+                  "time)\n",
+                  c.name().c_str(), c.size(), (unsigned long long)st.calls, double(st.bytes) / 1e6, st.seconds,
+                  100.0 * st.seconds / elapsed);
+    }
+  }
   if (reached_at >= 0) {
     std::printf("reached a mean return of %g over the last 100 episodes after %.2f s and %llu env steps\n", opt.stop_at,
                 reached_at, (unsigned long long)reached_step);
@@ -767,10 +945,14 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   if constexpr (has_checkpoints<Trainer>::value && has_checkpoint_fields<std::decay_t<decltype(agent.config())>>::value) {
     const auto& c = agent.config();
     if (!c.checkpoint_dir.empty()) {
-      rlkernels::checkpoint state;
-      agent.bind_checkpoint(state);
       rlkernels::checkpoint_directory dir(c.checkpoint_dir, p.file_prefix, c.checkpoint_keep);
-      std::printf("checkpoint: %s\n", dir.save(state, agent.global_step()).c_str());
+      if constexpr (has_communicator<Trainer>::value) {
+        std::printf("checkpoint: %s\n", agent.save_checkpoint(dir).c_str());
+      } else {
+        rlkernels::checkpoint state;
+        agent.bind_checkpoint(state);
+        std::printf("checkpoint: %s\n", dir.save(state, agent.global_step()).c_str());
+      }
     }
   }
   if (opt.plot) {
