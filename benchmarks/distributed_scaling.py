@@ -85,23 +85,35 @@ def main():
         print(f"| {name} | {sps1:,.0f} | {sps2:,.0f} | {sps2 / sps1:.2f}x | {ups1:,.0f} | {ups2:,.0f} | "
               f"{comm_ms:.2f} ms | {share:.1f} % |")
 
-    # The scaling model: per iteration, U all-reduces of G bytes. Ring all-reduce (native): each
-    # rank sends and receives 2 (R - 1) / R * G bytes per all-reduce, in 2 (R - 1) latency steps;
-    # the ordered reduction (an all-gather): (R - 1) * G bytes in (R - 1) steps.
-    links = [("NVLink 4 (H100/H200, ~350 GB/s bus bandwidth, 10 us)", 350e9, 10e-6),
-             ("InfiniBand NDR 400 Gb/s (~45 GB/s, 5 us per step)", 45e9, 5e-6),
-             ("Ethernet 25 Gb/s (~2.8 GB/s, 30 us per step)", 2.8e9, 30e-6)]
     print()
-    print("| preset | gradient | all-reduces per iteration | R | link | native (ring) per iteration | "
-          "ordered per iteration |")
-    print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
+    print_model(model)
+
+
+# (ranks, link, bus bandwidth in bytes/s, latency per step in s): round figures for NCCL's bus
+# bandwidth, not measurements. 8 ranks in one NVLink machine or over 8 machines; 64 over 8 machines.
+CASES = [(8, "8 GPUs, NVLink 4", 350e9, 3e-6), (8, "8 machines, InfiniBand NDR", 45e9, 5e-6),
+         (64, "64 GPUs, InfiniBand NDR", 45e9, 5e-6), (64, "64 GPUs, Ethernet 25 Gb/s", 2.8e9, 30e-6)]
+
+
+def print_model(model):
+    """The scaling model: per iteration, U all-reduces of G bytes. Ring all-reduce (native): each
+    rank sends and receives 2 (R - 1) / R * G bytes per all-reduce, in 2 (R - 1) latency steps
+    (pessimistic for small messages: NCCL's tree algorithm and LL protocols take fewer); the
+    ordered reduction (an all-gather): (R - 1) * G bytes in R - 1 steps."""
+    print("| preset | gradient | all-reduces per iteration | " +
+          " | ".join(f"{name}: native / ordered" for _, name, _, _ in CASES) + " |")
+    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in CASES) + " |")
     for name, values, nbytes, per_iter in model:
-        for ranks in (8, 64):
-            for link, bandwidth, latency in links:
-                ring = per_iter * (2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * latency)
-                ordered = per_iter * ((ranks - 1) * nbytes / bandwidth + (ranks - 1) * latency)
-                print(f"| {name} | {values:,} values ({nbytes / 1e3:.0f} kB) | {per_iter} | {ranks} | {link} | "
-                      f"{1e3 * ring:.2f} ms | {1e3 * ordered:.2f} ms |")
+        cells = []
+        for ranks, _, bandwidth, latency in CASES:
+            ring = per_iter * (2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * latency)
+            ordered = per_iter * ((ranks - 1) * nbytes / bandwidth + (ranks - 1) * latency)
+            cells.append(f"{fmt(ring)} / {fmt(ordered)}")
+        print(f"| {name} | {values:,} ({nbytes / 1e3:.0f} kB) | {per_iter} | " + " | ".join(cells) + " |")
+
+
+def fmt(seconds):
+    return f"{1e3 * seconds:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 if __name__ == "__main__":

@@ -151,6 +151,23 @@ TEST_CASE("ppo: 2 ranks equal 1 process on Hopper-v5 (MuJoCo) with the continuou
   check_equals_one_process<hopper<float>>(c);
 }
 
+TEST_CASE("ppo: the native reduction (MPI_Allreduce) trains in step on every rank", "[distributed][ppo]") {
+  // With 2 ranks a sum is one addition, the same bits in either order: native equals ordered.
+  // What this checks is the path itself: every rank ends with the same parameters (checked every
+  // iteration), and the config records the choice.
+  ppo_config c = cartpole_config();
+  c.parameter_check_every = 1;
+  ppo_config native = c;
+  native.gradient_reduction = reduction_order::native;
+  CHECK(native.hyperparameters().find("gradient_reduction=native") != std::string::npos);
+  ppo<cartpole<float>, backend_t> a(serial, c, {}, *world), b(serial, native, {}, *world);
+  while (!a.done()) {
+    a.iterate();
+    b.iterate();
+  }
+  CHECK(parameters(a) == parameters(b));
+}
+
 TEST_CASE("ppo: a run resumed from a 2-rank checkpoint continues bit for bit", "[distributed][ppo][checkpoint]") {
   ppo_config c = cartpole_config();
   c.total_timesteps = 2 * 4 * 32 * 4;

@@ -82,6 +82,10 @@ struct ppo_config {
   /// and env_shards = R reproduces R ranks of N envs bit for bit. In a data-parallel run (a
   /// communicator of R > 1 ranks) every rank is one shard: leave it at 1 there.
   std::size_t env_shards = 1;
+  /// Data-parallel runs: how the ranks' gradients are added. ordered (the default): in rank
+  /// order, the same bits as one process with env_shards = R; native: MPI's or NCCL's own
+  /// all-reduce, the least traffic for large networks on many machines (docs/distributed.md).
+  reduction_order gradient_reduction = reduction_order::ordered;
   /// Data-parallel runs: iterations between checks that every rank holds rank 0's parameters (a
   /// checksum all-gathered; 0: never).
   std::uint64_t parameter_check_every = 10;
@@ -152,6 +156,7 @@ struct ppo_config {
     detail::hyperparameter_lines l;
     if (gradient_accumulation_steps != 1) l.add("gradient_accumulation_steps", gradient_accumulation_steps);
     if (env_shards != 1) l.add("env_shards", env_shards);
+    if (gradient_reduction != reduction_order::ordered) l.add("gradient_reduction", "native");
     return l.str();
   }
   /// Micro-batches per minibatch on this process: env_shards * gradient_accumulation_steps.
@@ -1000,7 +1005,7 @@ class ppo {
                                        detail::add_double{}, sc + s);
       double* total = sc + shards + pass;
       detail::run_once(backend_, detail::fold_parts_kernel{sc, shards, 1.0, total});
-      all_reduce(*comm_, backend_, view<double>(total, 1), reduce_op::sum, reduction_order::ordered,
+      all_reduce(*comm_, backend_, view<double>(total, 1), reduce_op::sum, config_.gradient_reduction,
                  pass == 0 ? "advantage sum" : "advantage squared deviations");
       if (pass == 0) detail::run_once(backend_, detail::fold_parts_kernel{total, 1, count, total});
     }
@@ -1031,7 +1036,7 @@ class ppo {
         }
       }
     }
-    all_reduce(*comm_, backend_, sum, reduce_op::sum, reduction_order::ordered, "gradients");
+    all_reduce(*comm_, backend_, sum, reduce_op::sum, config_.gradient_reduction, "gradients");
     unpack_gradients(view<const T>(sum), T(1) / T(parts()));
   }
 
