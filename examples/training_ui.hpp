@@ -476,7 +476,7 @@ inline distributed_job start_job(int& argc, char**& argv, const run_options& o, 
   }
   distributed_job job;
   if (kind == "none") return job;
-#if RLK_HAS_CUDA
+#if RLK_HAS_CUDA && (defined(RLK_EXAMPLE_MPI) || defined(RLK_EXAMPLE_NCCL))
   const auto use_local_gpu = [](int local_rank) {
     int count = 0;
     if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) RLK_CUDA_CHECK(cudaSetDevice(local_rank % count));

@@ -292,7 +292,7 @@ prepare_main() {
     # Compile time per translation unit of this build (ninja's log; ccache hits are fast).
     echo "slowest steps of this build (ninja log, seconds):"
     awk -F'\t' 'NR > 1 {t[$4] = ($2 - $1) / 1000} END {for (o in t) printf "%8.1f  %s\n", t[o], o}' \
-      "$build/.ninja_log" | sort -rn | head -12
+      "$build/.ninja_log" | sort -rn | awk 'NR <= 12'  # awk reads to the end: head would SIGPIPE sort (pipefail)
   fi
 
   echo "== prepare: bundle $dir"
@@ -491,7 +491,7 @@ run_tests() {
   local jobs="${TEST_JOBS:-4}" bin pids=()
   test_stage() {
     # nccl_test_cuda needs NCCL from this machine (not bundled): run only where ldd resolves it.
-    if [[ "$(basename "$1")" == nccl_test_cuda ]] && ! ldd "$1" 2>/dev/null | grep -q -E '^[[:space:]]*libnccl\.so\.2 => /'; then
+    if [[ "$(basename "$1")" == nccl_test_cuda ]] && ! ldd "$1" 2>/dev/null | grep -E '^[[:space:]]*libnccl\.so\.2 => /' >/dev/null; then
       skip "test.$(basename "$1")" test "$nccl_skip_reason"
       return 0
     fi
@@ -591,7 +591,7 @@ run_sanitizers() {
   fi
   local smallest
   # shellcheck disable=SC2010  # the bundle's own file names
-  smallest="$(ls -S -r "$dir"/tests/*_cuda | grep -v '/nccl_test_cuda$' | head -3)"
+  smallest="$(ls -S -r "$dir"/tests/*_cuda | grep -v '/nccl_test_cuda$' | awk 'NR <= 3')"
   for bin in $smallest; do
     stage "memcheck.$(basename "$bin")" sanitizer 75 env RLK_REFERENCE_DIR="$refdir" "$cs" --tool memcheck \
       --error-exitcode 99 --print-limit 20 "$bin" --use-colour no
