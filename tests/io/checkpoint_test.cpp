@@ -181,9 +181,18 @@ TEST_CASE("checkpoint: every type round-trips through a file", "[checkpoint]") {
   CHECK(detail::get_le<std::uint64_t>(b.data() + 16) == b.size());
   CHECK(detail::get_le<std::uint32_t>(b.data() + 24) == 17);
   CHECK(detail::get_le<std::uint64_t>(b.data() + b.size() - 8) == detail::crc64(b.data(), b.size() - 8));
-  // Saving the same state twice gives the same bytes.
+  // Saving the same state twice gives the same bytes; so does saving to memory, and
+  // checkpoint::read_bytes reads them back.
   out.save(path);
   CHECK(read_bytes(path) == b);
+  CHECK(out.save_to_memory() == b);
+  CHECK(checkpoint::read_bytes(path) == b);
+  all_types from_memory(7);
+  checkpoint mem;
+  from_memory.bind(mem);
+  const bytes_t in_memory = out.save_to_memory();
+  mem.load_from_memory(in_memory.data(), in_memory.size());
+  CHECK(same_state(saved, from_memory));
   // A bool must be 0 or 1 (anything else would be undefined behaviour to read).
   bytes_t bad = b;
   bad[payload_offset(b, "flag")] = 2;
