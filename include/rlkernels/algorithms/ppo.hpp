@@ -21,6 +21,7 @@
 #include "../losses/ppo.hpp"
 #include "../nn/mlp.hpp"
 #include "../nn/optim.hpp"
+#include "../nn/serialize.hpp"  // detail::fnv1a: the ranks' config and parameter checksums
 
 #include <algorithm>
 #include <chrono>
@@ -367,9 +368,6 @@ struct advantage_moment_term {
     return d * d;
   }
 };
-struct add_double {
-  RLK_HOST_DEVICE double operator()(double a, double b) const { return a + b; }
-};
 /// out = ((parts[0] + parts[1]) + ...) / divisor (one index).
 struct fold_parts_kernel {
   const double* parts;
@@ -612,17 +610,12 @@ class ppo {
     return stats;
   }
 
-  /// @brief A checksum (FNV-1a over the bytes) of the parameters: actor, critic and log-std.
+  /// @brief A checksum (detail::fnv1a over the bytes) of the parameters: actor, critic and log-std.
   /// Data-parallel ranks compare theirs every config().parameter_check_every iterations.
   std::uint64_t parameter_checksum() const {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    const auto mix = [&h](const std::vector<T>& v) {
-      const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-      for (std::size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-    };
-    mix(actor_.parameters_to_host());
-    mix(critic_.parameters_to_host());
-    mix(log_std_.to_host());
+    std::uint64_t h = detail::fnv1a(nullptr, 0);
+    for (const std::vector<T>& v : {actor_.parameters_to_host(), critic_.parameters_to_host(), log_std_.to_host()})
+      h = detail::fnv1a(v.data(), v.size() * sizeof(T), h);
     return h;
   }
 
@@ -1002,7 +995,7 @@ class ppo {
       const double* mean = pass == 0 ? nullptr : sc + shards;
       for (std::size_t s = 0; s < shards; ++s)
         detail::deterministic_sum_into(backend_, per, detail::advantage_moment_term<T>{adv + s * per, mean}, 0.0,
-                                       detail::add_double{}, sc + s);
+                                       detail::add_doubles{}, sc + s);
       double* total = sc + shards + pass;
       detail::run_once(backend_, detail::fold_parts_kernel{sc, shards, 1.0, total});
       all_reduce(*comm_, backend_, view<double>(total, 1), reduce_op::sum, config_.gradient_reduction,
@@ -1042,10 +1035,8 @@ class ppo {
 
   /// The ranks check that they run the same config, then take rank 0's parameters.
   void join_ranks() {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : config_.hyperparameters() + "num_envs=" + std::to_string(config_.num_envs))
-      h = (h ^ c) * 0x100000001b3ull;
-    const std::vector<std::uint64_t> all = all_gather(*comm_, h, "config checksums");
+    const std::string text = config_.hyperparameters();
+    const std::vector<std::uint64_t> all = all_gather(*comm_, detail::fnv1a(text.data(), text.size()), "config checksums");
     for (std::size_t r = 1; r < all.size(); ++r)
       RLK_EXPECTS(all[r] == all[0], std::invalid_argument, "rlkernels::ppo: ", comm_->where_am_i(), ": rank ", r,
                   "'s config differs from rank 0's (every rank must be given the same ppo_config)");

@@ -179,43 +179,41 @@ memory_location location_of(const Backend& backend) {
   return m;
 }
 
-/// out = ((parts[0] + parts[1]) + parts[2]) + ... : the ordered reduction on the host, `count`
-/// elements per part, `parts` parts one after the other at `in`.
+/// out = ((parts[0] + parts[1]) + parts[2]) + ..., divided by `parts` for a mean: the ordered
+/// reduction on the host, `count` elements per part, the parts one after the other at `in`.
 template <class T>
-void fold_in_order(const T* in, std::size_t count, int parts, T* out) {
+void fold_in_order(const T* in, std::size_t count, int parts, bool mean, T* out) {
   for (std::size_t i = 0; i < count; ++i) {
     T s = in[i];
     for (int r = 1; r < parts; ++r) s = T(s + in[std::size_t(r) * count + i]);
-    out[i] = s;
+    out[i] = mean ? T(s / T(parts)) : s;
   }
 }
 
-/// The host-side ordered all-reduce and the mean's division, for implementations that hold the
-/// gathered parts on the host.
-inline void fold_host(const void* gathered, std::size_t count, element_kind kind, reduce_op op, int parts, void* out) {
+/// f(typed pointer) for the element kind of the buffer at `data`.
+template <class F>
+void with_element_kind(element_kind kind, void* data, F&& f) {
   switch (kind) {
-    case element_kind::f32: {
-      float* o = static_cast<float*>(out);
-      fold_in_order(static_cast<const float*>(gathered), count, parts, o);
-      if (op == reduce_op::mean)
-        for (std::size_t i = 0; i < count; ++i) o[i] = o[i] / float(parts);
-      break;
-    }
-    case element_kind::f64: {
-      double* o = static_cast<double*>(out);
-      fold_in_order(static_cast<const double*>(gathered), count, parts, o);
-      if (op == reduce_op::mean)
-        for (std::size_t i = 0; i < count; ++i) o[i] = o[i] / double(parts);
-      break;
-    }
-    case element_kind::u64: {
-      std::uint64_t* o = static_cast<std::uint64_t*>(out);
-      fold_in_order(static_cast<const std::uint64_t*>(gathered), count, parts, o);
-      if (op == reduce_op::mean)
-        for (std::size_t i = 0; i < count; ++i) o[i] = o[i] / std::uint64_t(parts);
-      break;
-    }
+    case element_kind::f32: f(static_cast<float*>(data)); break;
+    case element_kind::f64: f(static_cast<double*>(data)); break;
+    case element_kind::u64: f(static_cast<std::uint64_t*>(data)); break;
   }
+}
+
+/// fold_in_order for an element kind: `gathered` holds `parts` parts of `count` elements.
+inline void fold_host(const void* gathered, std::size_t count, element_kind kind, reduce_op op, int parts, void* out) {
+  with_element_kind(kind, out, [&](auto* o) {
+    using T = std::remove_pointer_t<decltype(o)>;
+    fold_in_order(static_cast<const T*>(gathered), count, parts, op == reduce_op::mean, o);
+  });
+}
+
+/// data[i] = data[i] / ranks in the element type: the mean after a native sum.
+inline void divide_host(void* data, std::size_t count, element_kind kind, int ranks) {
+  with_element_kind(kind, data, [&](auto* x) {
+    using T = std::remove_pointer_t<decltype(x)>;
+    for (std::size_t i = 0; i < count; ++i) x[i] = T(x[i] / T(ranks));
+  });
 }
 
 inline std::size_t element_bytes(element_kind kind) { return kind == element_kind::f32 ? 4 : 8; }

@@ -240,25 +240,12 @@ class mpi_communicator final : public communicator {
               "all_reduce", what);
         wait(request, "all_reduce", what);
       }
-      if (op == reduce_op::mean) divide(data, count, kind);
+      if (op == reduce_op::mean) detail::divide_host(data, count, kind, size_);
       return;
     }
     gathered_.resize(count * eb * std::size_t(size_));
     gather_to_all(data, count * eb, gathered_.data(), "all_reduce", what);
     detail::fold_host(gathered_.data(), count, kind, op, size_, data);
-  }
-
-  void divide(void* data, std::size_t count, element_kind kind) const {
-    if (kind == element_kind::f32) {
-      float* x = static_cast<float*>(data);
-      for (std::size_t i = 0; i < count; ++i) x[i] = x[i] / float(size_);
-    } else if (kind == element_kind::f64) {
-      double* x = static_cast<double*>(data);
-      for (std::size_t i = 0; i < count; ++i) x[i] = x[i] / double(size_);
-    } else {
-      std::uint64_t* x = static_cast<std::uint64_t*>(data);
-      for (std::size_t i = 0; i < count; ++i) x[i] = x[i] / std::uint64_t(size_);
-    }
   }
 
   void host_broadcast(void* data, std::size_t bytes, int root, const char* what) {
