@@ -292,6 +292,38 @@ TEST_CASE("replay: indices are a pure function of (seed, draw, k), the same as a
   CHECK(std::equal(hp.begin(), hp.end(), ha.begin()));
 }
 
+TEST_CASE("replay: sharded sampling draws shard s's env columns only, as a buffer of those columns alone would",
+          "[replay][sampling][distributed]") {
+  // Six env columns in 3 shards of 2: part s of the batch comes from columns 2s, 2s + 1 with key
+  // seeds[s], and names the same transitions as a buffer holding only those columns (a
+  // data-parallel rank's) sampled with one key.
+  const std::size_t N = 6, shards = 3, cols = N / shards, batch = 300;
+  replay_t whole(rlk_test::backend(), 7, N, kObs, 1);  // wraps around: 13 steps into 7 rows
+  for (std::size_t tau = 0; tau < 13; ++tau) add_step(whole, make_step(tau, N, kFlags));
+  const std::vector<u64> seeds = {11, 12, 13};
+  buffer<u64, B> idx(rlk_test::backend(), batch);
+  whole.sample_indices_sharded(seeds, 4, idx.view());
+  const auto h = idx.to_host();
+  const std::size_t per = batch / shards;
+  for (std::size_t s = 0; s < shards; ++s) {
+    for (std::size_t k = 0; k < per; ++k) {
+      const u64 slot = h[s * per + k];
+      REQUIRE(slot < whole.size());
+      REQUIRE(slot % N / cols == s);  // its env column is in shard s
+      rng gen(seeds[s], 4, k);         // as one buffer of the shard's columns: slot' = row * cols + column
+      const u64 local = detail::uniform_index64(gen, whole.rows_stored() * cols);
+      REQUIRE(slot == (local / cols) * N + s * cols + local % cols);
+    }
+  }
+  // One seed is plain sampling; bad shard counts are refused.
+  buffer<u64, B> plain(rlk_test::backend(), batch);
+  whole.sample_indices(11, 4, plain.view());
+  whole.sample_indices_sharded({11}, 4, idx.view());
+  CHECK(idx.to_host() == plain.to_host());
+  CHECK_THROWS_WITH(whole.sample_indices_sharded({1, 2, 3, 4}, 0, idx.view()), Catch::Contains("4 shards must divide"));
+  CHECK_THROWS_AS(whole.sample_indices_sharded({}, 0, idx.view()), std::invalid_argument);
+}
+
 TEST_CASE("replay: 64-bit uniform integers are exact beyond 2^32", "[replay][sampling]") {
   // The fast 128-bit product agrees with the portable one.
   rng bits(7, 0);

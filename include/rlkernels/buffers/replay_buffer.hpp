@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace rlkernels {
 
@@ -169,6 +170,21 @@ struct uniform_indices_kernel {
   RLK_HOST_DEVICE void operator()(std::size_t k) const {
     rng gen(seed, draw, k);
     indices[k] = uniform_index64(gen, size);
+  }
+};
+
+/// indices[k] = a uniform slot among the transitions of env columns [first, first + cols) of a
+/// ring of N columns and `rows` stored rows, drawn from rng(seed, draw, block k): u uniform in
+/// [0, rows * cols), then row u / cols, column first + u % cols (with cols = N: the slot u).
+struct column_indices_kernel {
+  std::uint64_t seed;
+  std::uint64_t draw;
+  std::uint64_t rows, cols, first, num_envs;
+  std::uint64_t* indices;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const {
+    rng gen(seed, draw, k);
+    const std::uint64_t u = uniform_index64(gen, rows * cols);
+    indices[k] = (u / cols) * num_envs + first + u % cols;
   }
 };
 
@@ -403,6 +419,43 @@ public:
                 "rlkernels::replay_buffer::sample_indices: indices is a null view");
     for_each_index(backend_, indices.size(),
                    detail::uniform_indices_kernel{seed, draw, std::uint64_t(size()), indices.data()});
+  }
+
+  /// @brief sample_indices() in shards, as data-parallel ranks sample their own buffers: the N env
+  /// columns form S = seeds.size() equal shards and the B indices S equal parts; part s draws
+  /// its B / S slots uniformly from the transitions of shard s's columns only, index k of the
+  /// part from rng(seeds[s], draw, k). With one seed this is sample_indices(seeds[0], draw,
+  /// indices). So one buffer of R * N columns sampled with R seeds draws, part by part, exactly
+  /// the transitions that R buffers of N columns (rank r's holding columns rN .. rN + N - 1)
+  /// draw with one seed each, seeds[r] on rank r.
+  /// @throw std::invalid_argument if the buffer is empty, seeds is empty, S does not divide N or
+  ///        B, or indices is null (B > 0)
+  void sample_indices_sharded(const std::vector<std::uint64_t>& seeds, std::uint64_t draw,
+                              view<std::uint64_t> indices) const {
+    constexpr const char* who = "rlkernels::replay_buffer::sample_indices_sharded";
+    RLK_EXPECTS(size() > 0, std::invalid_argument, who, ": the buffer is empty");
+    RLK_EXPECTS(indices.data() != nullptr || indices.size() == 0, std::invalid_argument, who,
+                ": indices is a null view");
+    const std::size_t shards = seeds.size();
+    RLK_EXPECTS(shards >= 1 && num_envs_ % shards == 0 && indices.size() % shards == 0, std::invalid_argument, who,
+                ": ", shards, " shards must divide num_envs (", num_envs_, ") and the batch (", indices.size(), ")");
+    const std::size_t cols = num_envs_ / shards, per = indices.size() / shards;
+    for (std::size_t s = 0; s < shards; ++s)
+      for_each_index(backend_, per,
+                     detail::column_indices_kernel{seeds[s], draw, std::uint64_t(rows_stored()), std::uint64_t(cols),
+                                                   std::uint64_t(s * cols), std::uint64_t(num_envs_),
+                                                   indices.data() + s * per});
+  }
+
+  /// @brief sample() with sample_indices_sharded()'s indices.
+  /// @throw std::invalid_argument as sample() and sample_indices_sharded(); the batch is then unchanged
+  void sample_sharded(const std::vector<std::uint64_t>& seeds, std::uint64_t draw, batch_type& batch, int n = 1,
+                      Scalar gamma = Scalar(0.99)) const {
+    check_n_step(n, gamma, "sample_sharded");
+    check_gather(batch.indices.cview(), batch, "sample_sharded");
+    sample_indices_sharded(seeds, draw, batch.indices.view());
+    launch_gather(batch.indices.cview(), n, gamma, true, batch);
+    for_each_index(backend_, batch.size(), detail::fill_value_kernel<Scalar>{batch.weights.data(), Scalar(1)});
   }
 
   /// @brief Copies the transitions at `indices` into `batch` (indices, observations, actions,

@@ -608,10 +608,13 @@ void gaussian_sample(const Backend& backend, const gaussian_view<T>& dist, std::
 /// @param bounds per-dimension [low, high] (empty: [-1, 1])
 /// @param actions [B, D] output
 /// @param eps [B, D] output of the noise (needed by tanh_gaussian_log_prob and the backward pass), or empty
+/// @param first_row the rows' place in a larger batch: row i draws as row first_row + i would
+///        (a data-parallel rank's, or one part of a sharded or accumulated batch)
 /// @throw std::invalid_argument on a size mismatch, a null required view, or only one bound given
 template <class Backend, class T>
 void tanh_gaussian_sample(const Backend& backend, const gaussian_view<T>& dist, const action_bounds<T>& bounds,
-                          std::uint64_t seed, std::uint64_t draw, view<T> actions, view<T> eps = {}) {
+                          std::uint64_t seed, std::uint64_t draw, view<T> actions, view<T> eps = {},
+                          std::uint64_t first_row = 0) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::tanh_gaussian_sample: T must be float or double");
   constexpr const char* who = "rlkernels::tanh_gaussian_sample";
   const std::size_t b = detail::check_gaussian(dist, who);
@@ -620,7 +623,7 @@ void tanh_gaussian_sample(const Backend& backend, const gaussian_view<T>& dist, 
   detail::check_optional(eps.size(), eps.data(), b * dist.dim, who, "eps");
   for_each_index(backend, b * dist.dim,
                  detail::gaussian_sample_kernel<T>{dist, seed, draw, true, bounds.low.data(), bounds.high.data(),
-                                                   actions.data(), eps.data()});
+                                                   actions.data(), eps.data(), first_row * dist.dim});
 }
 
 /// @brief log pi(a | s) of reparameterised tanh-Gaussian samples given their noise eps:

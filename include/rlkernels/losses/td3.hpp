@@ -38,8 +38,9 @@ struct td3_smoothing_kernel {
   T low;
   T high;
   T* out;
+  std::uint64_t first = 0;  // element k draws as element first + k
   RLK_HOST_DEVICE void operator()(std::size_t k) const {
-    rng gen(seed, draw, k);
+    rng gen(seed, draw, first + k);
     const T noise = td3_clamp(noise_std * gen.normal<T>(), -noise_clip, noise_clip);
     out[k] = td3_clamp(target_actions[k] + noise, low, high);
   }
@@ -82,10 +83,13 @@ RLK_HOST_DEVICE T td3_smoothing_eps(std::uint64_t seed, std::uint64_t draw, std:
 /// @param low lower action bound, finite
 /// @param high upper action bound, finite and >= low
 /// @param next_actions [B, D] output a' (may be target_actions itself: the work is element-wise)
+/// @param first_element the elements' place in a larger batch: element k draws eps_{first_element + k}
+///        (a data-parallel rank's rows, or one part of a sharded or accumulated batch)
 /// @throw std::invalid_argument on an empty input, a size mismatch, a null view, or a bad parameter
 template <class Backend, class T>
 void td3_smoothed_target_actions(const Backend& backend, view<const T> target_actions, std::uint64_t seed,
-                                 std::uint64_t draw, T noise_std, T noise_clip, T low, T high, view<T> next_actions) {
+                                 std::uint64_t draw, T noise_std, T noise_clip, T low, T high, view<T> next_actions,
+                                 std::uint64_t first_element = 0) {
   static_assert(std::is_floating_point_v<T>, "rlkernels::td3_smoothed_target_actions: T must be float or double");
   constexpr const char* who = "rlkernels::td3_smoothed_target_actions";
   const std::size_t n = target_actions.size();
@@ -101,7 +105,7 @@ void td3_smoothed_target_actions(const Backend& backend, view<const T> target_ac
   RLK_EXPECTS(low <= high, std::invalid_argument, who, ": low must be <= high, got low ", low, ", high ", high);
   for_each_index(backend, n,
                  detail::td3_smoothing_kernel<T>{target_actions.data(), seed, draw, noise_std, noise_clip, low, high,
-                                                 next_actions.data()});
+                                                 next_actions.data(), first_element});
 }
 
 /// @brief TD3's clipped double-Q target (no entropy term):
