@@ -9,6 +9,7 @@
 
 #include "../buffers/rollout_buffer.hpp"
 #include "common.hpp"
+#include "data_parallel.hpp"
 #include "../core/backend.hpp"
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
@@ -21,7 +22,7 @@
 #include "../losses/ppo.hpp"
 #include "../nn/mlp.hpp"
 #include "../nn/optim.hpp"
-#include "../nn/serialize.hpp"  // detail::fnv1a: the ranks' config and parameter checksums
+#include "../nn/serialize.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -41,8 +42,9 @@
 namespace rlkernels {
 
 /// @brief PPO's hyperparameters. The defaults are CleanRL's ppo.py (discrete actions); see
-/// ppo_config::cleanrl_continuous() for ppo_continuous_action.py's.
-struct ppo_config {
+/// ppo_config::cleanrl_continuous() for ppo_continuous_action.py's. The data-parallel and gradient
+/// accumulation settings come from data_parallel_settings (a batch there is one minibatch).
+struct ppo_config : data_parallel_settings {
   // ---- rollout ----
   std::size_t num_envs = 4;                ///< parallel envs N
   std::size_t num_steps = 128;             ///< steps per env per rollout T (batch = N * T)
@@ -73,23 +75,6 @@ struct ppo_config {
   double reward_clip = 10.0;            ///< bound of normalised rewards
   // ---- reproducibility ----
   std::uint64_t seed = 1;  ///< seeds the envs, the initial weights, the action draws and the shuffles
-  // ---- gradient accumulation and data parallelism (docs/distributed.md) ----
-  /// Each minibatch's gradient is computed in this many equal micro-batches whose gradients are
-  /// summed before the one optimiser step: the update of the whole minibatch (its advantages are
-  /// normalised over the whole minibatch), with activations held for one micro-batch at a time.
-  std::size_t gradient_accumulation_steps = 1;
-  /// The envs form this many equal shards, shuffled and reduced shard by shard exactly as
-  /// data-parallel ranks do (rollout_buffer::shuffle_sharded): one process with num_envs = R * N
-  /// and env_shards = R reproduces R ranks of N envs bit for bit. In a data-parallel run (a
-  /// communicator of R > 1 ranks) every rank is one shard: leave it at 1 there.
-  std::size_t env_shards = 1;
-  /// Data-parallel runs: how the ranks' gradients are added. ordered (the default): in rank
-  /// order, the same bits as one process with env_shards = R; native: MPI's or NCCL's own
-  /// all-reduce, the least traffic for large networks on many machines (docs/distributed.md).
-  reduction_order gradient_reduction = reduction_order::ordered;
-  /// Data-parallel runs: iterations between checks that every rank holds rank 0's parameters (a
-  /// checksum all-gathered; 0: never).
-  std::uint64_t parameter_check_every = 10;
   // ---- checkpoints (docs/checkpoints.md) ----
   std::string checkpoint_dir;           ///< directory of automatic checkpoints; empty: none
   std::uint64_t checkpoint_every = 0;   ///< iterations between automatic checkpoints (0: off)
@@ -151,24 +136,9 @@ struct ppo_config {
         .add("seed", seed)
         .str() + parallel_lines();
   }
-  /// The gradient accumulation and shard lines of hyperparameters(), only where they are not 1
-  /// (checkpoints written before they existed stay loadable).
-  std::string parallel_lines() const {
-    detail::hyperparameter_lines l;
-    if (gradient_accumulation_steps != 1) l.add("gradient_accumulation_steps", gradient_accumulation_steps);
-    if (env_shards != 1) l.add("env_shards", env_shards);
-    if (gradient_reduction != reduction_order::ordered) l.add("gradient_reduction", "native");
-    return l.str();
-  }
-  /// Micro-batches per minibatch on this process: env_shards * gradient_accumulation_steps.
-  std::size_t gradient_parts() const noexcept { return env_shards * gradient_accumulation_steps; }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
     constexpr const char* who = "rlkernels::ppo_config";
-    RLK_EXPECTS(gradient_accumulation_steps >= 1, std::invalid_argument, who,
-                ": gradient_accumulation_steps must be >= 1, got ", gradient_accumulation_steps);
-    RLK_EXPECTS(env_shards >= 1 && num_envs % env_shards == 0, std::invalid_argument, who, ": env_shards (",
-                env_shards, ") must be >= 1 and divide num_envs (", num_envs, ")");
     RLK_EXPECTS(num_envs >= 1, std::invalid_argument, who, ": num_envs must be >= 1");
     RLK_EXPECTS(num_steps >= 1, std::invalid_argument, who, ": num_steps must be >= 1");
     RLK_EXPECTS(num_minibatches >= 1 && num_minibatches <= batch_size(), std::invalid_argument, who,
@@ -177,9 +147,7 @@ struct ppo_config {
                 batch_size(), ") must be a multiple of num_minibatches (", num_minibatches, ")");
     RLK_EXPECTS(!normalize_advantages || minibatch_size() >= 2, std::invalid_argument, who,
                 ": normalize_advantages needs minibatches of at least 2 samples");
-    RLK_EXPECTS(minibatch_size() % gradient_parts() == 0, std::invalid_argument, who, ": the minibatch of ",
-                minibatch_size(), " samples does not split into env_shards * gradient_accumulation_steps = ",
-                gradient_parts(), " equal micro-batches");
+    validate_parallel(num_envs, minibatch_size(), "minibatch", who);
     RLK_EXPECTS(update_epochs >= 1, std::invalid_argument, who, ": update_epochs must be >= 1");
     RLK_EXPECTS(std::isfinite(learning_rate) && learning_rate >= 0, std::invalid_argument, who,
                 ": learning_rate must be finite and >= 0, got ", learning_rate);
@@ -255,13 +223,6 @@ struct column_sum_kernel {  // out[d] = sum_i in[i, d], in order
     for (std::size_t i = 0; i < rows; ++i) s += in[i * dim + d];
     out[d] = s;
   }
-};
-template <class T>
-struct axpy_kernel {  // y[k] += a * x[k]
-  T a;
-  const T* x;
-  T* y;
-  RLK_HOST_DEVICE void operator()(std::size_t k) const { y[k] += a * x[k]; }
 };
 template <class T>
 struct copy_kernel {
@@ -349,14 +310,6 @@ struct ppo_stats_accumulate_kernel {
   }
 };
 
-/// dst[k] = src[k] * scale: the summed gradient parts back into the networks' gradients.
-template <class T>
-struct scaled_copy_kernel {
-  const T* src;
-  T* dst;
-  T scale;
-  RLK_HOST_DEVICE void operator()(std::size_t k) const { dst[k] = src[k] * scale; }
-};
 /// a[i] (mean null) or (a[i] - mean)^2, in double: the minibatch's advantage moments.
 template <class T>
 struct advantage_moment_term {
@@ -469,8 +422,7 @@ class ppo {
         entropy_(backend, config_.minibatch_size()), grad_values_(backend, config_.minibatch_size()),
         discounted_returns_(backend, config_.num_envs),
         env_actions_(backend, discrete ? 0 : config_.num_envs * std::size_t(action_width)), stats_(backend, 1),
-        grad_sum_(backend, parts() > 1 ? gradient_size() : 0),
-        grad_shard_(backend, config_.env_shards > 1 && config_.gradient_accumulation_steps > 1 ? gradient_size() : 0),
+        grads_(backend, gradient_size(), config_.env_shards, config_.gradient_accumulation_steps, comm),
         adv_scratch_(backend, config_.env_shards + 2), timer_(backend) {
     const double s2 = std::sqrt(2.0);
     actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
@@ -696,68 +648,16 @@ class ppo {
     env_.bind_checkpoint(c, "env/");
   }
 
-  /// Every rank's local part as a checkpoint in memory, gathered into the file rank 0 writes
-  /// (to `path`, or the next automatic checkpoint); rank 0's success or failure is broadcast.
+  /// The data-parallel checkpoint (see detail::save_distributed_checkpoint).
   std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
-    checkpoint local;
-    bind_local(local);
-    std::vector<std::vector<std::uint8_t>> parts = comm_->gather_bytes(local.save_to_memory(), 0, "checkpoint");
-    std::uint64_t ok = 1;
-    std::string failure, written;
-    if (comm_->rank() == 0) {
-      try {
-        checkpoint c;
-        bind_shared(c);
-        c.bind_constant("world_size", std::to_string(comm_->size()));
-        for (std::size_t r = 0; r < parts.size(); ++r)
-          c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
-        written = dir ? dir->save(c, global_step_) : (c.save(path), path);
-      } catch (const std::exception& e) {
-        ok = 0;
-        failure = e.what();
-      }
-    }
-    comm_->broadcast_raw(&ok, sizeof(ok), 0, {}, "checkpoint status");
-    if (comm_->rank() == 0 && !ok) throw error(failure);
-    RLK_EXPECTS(ok, error, "rlkernels::ppo: ", comm_->where_am_i(), ": rank 0 could not write the checkpoint");
-    return written;
+    return detail::save_distributed_checkpoint(
+        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path, dir,
+        global_step_, "rlkernels::ppo");
   }
-
   void load_distributed(const std::string& path) {
-    std::vector<std::uint8_t> bytes;
-    std::uint64_t size = 0;
-    std::string failure;
-    if (comm_->rank() == 0) {
-      try {
-        bytes = checkpoint::read_bytes(path);
-        size = bytes.size();
-      } catch (const std::exception& e) {
-        failure = e.what();
-        size = ~0ull;
-      }
-    }
-    comm_->broadcast_raw(&size, sizeof(size), 0, {}, "checkpoint size");
-    if (size == ~0ull) {
-      if (comm_->rank() == 0) throw checkpoint_error(failure);
-      throw checkpoint_error("rlkernels::ppo: " + comm_->where_am_i() + ": rank 0 could not read the checkpoint '" +
-                             path + "'");
-    }
-    bytes.resize(size);
-    comm_->broadcast_raw(bytes.data(), bytes.size(), 0, {}, "checkpoint");
-    checkpoint local;
-    bind_local(local);
-    const std::uint64_t mine = local.save_to_memory().size();
-    const std::vector<std::uint64_t> sizes = all_gather(*comm_, mine, "checkpoint part sizes");
-    std::vector<std::vector<std::uint8_t>> parts;
-    checkpoint c;
-    bind_shared(c);
-    c.bind_constant("world_size", std::to_string(comm_->size()));
-    for (std::size_t r = 0; r < sizes.size(); ++r) parts.emplace_back(sizes[r]);
-    for (std::size_t r = 0; r < sizes.size(); ++r)
-      c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
-    c.load_from_memory(bytes.data(), bytes.size(), path);
-    local.load_from_memory(parts[std::size_t(comm_->rank())].data(), parts[std::size_t(comm_->rank())].size(),
-                           path + " (rank " + std::to_string(comm_->rank()) + ")");
+    detail::load_distributed_checkpoint(
+        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path,
+        "rlkernels::ppo");
   }
 
  public:
@@ -928,20 +828,9 @@ class ppo {
   std::size_t gradient_size() const noexcept {
     return actor_.num_parameters() + critic_.num_parameters() + (discrete ? 0 : std::size_t(action_width));
   }
-  /// Shard s's shuffle seed; shard 0's is the one a one-shard run has always used.
-  std::uint64_t shard_seed(std::size_t s) const noexcept {
-    const std::uint64_t base = detail::derive_key(config_.seed, detail::ppo_key_shuffle);
-    return s == 0 ? base : detail::derive_key(base, s);
-  }
-  /// This process's shards' seeds: its rank's (data parallel), or every env shard's.
+  /// This process's shards' shuffle seeds (detail::shard_seeds).
   std::vector<std::uint64_t> shard_seeds() const {
-    std::vector<std::uint64_t> seeds;
-    if (comm_->size() > 1) {
-      seeds.push_back(shard_seed(std::size_t(comm_->rank())));
-    } else {
-      for (std::size_t s = 0; s < config_.env_shards; ++s) seeds.push_back(shard_seed(s));
-    }
-    return seeds;
+    return detail::shard_seeds(detail::derive_key(config_.seed, detail::ppo_key_shuffle), config_.env_shards, *comm_);
   }
 
   /// Merges a batch of this process's envs into a normaliser, shard by shard or rank by rank.
@@ -953,35 +842,6 @@ class ppo {
     } else {
       rms.update_unchecked(batch, *comm_);  // the plain update with one rank
     }
-  }
-
-  /// dst (= or +=) the three gradient buffers, one after the other.
-  void pack_gradients(view<T> dst, bool first) {
-    std::size_t at = 0;
-    const auto put = [&](view<const T> g) {
-      if (g.size() == 0) return;
-      if (first) {
-        copy(backend_, g, dst.subview(at, g.size()));
-      } else {
-        for_each_index(backend_, g.size(), detail::axpy_kernel<T>{T(1), g.data(), dst.data() + at});
-      }
-      at += g.size();
-    };
-    put(actor_.gradients());
-    put(critic_.gradients());
-    put(log_std_grad_.cview());
-  }
-  /// The three gradient buffers = src * scale.
-  void unpack_gradients(view<const T> src, T scale) {
-    std::size_t at = 0;
-    const auto take = [&](view<T> g) {
-      if (g.size() == 0) return;
-      for_each_index(backend_, g.size(), detail::scaled_copy_kernel<T>{src.data() + at, g.data(), scale});
-      at += g.size();
-    };
-    take(actor_.gradients());
-    take(critic_.gradients());
-    take(log_std_grad_.view());
   }
 
   /// Normalises the minibatch's advantages with the moments of the whole minibatch: this
@@ -1013,36 +873,19 @@ class ppo {
                       steps = config_.gradient_accumulation_steps;
     const std::size_t per_shard = m / shards, micro = per_shard / steps;
     if (config_.normalize_advantages) normalize_minibatch_advantages();
-    const view<T> sum = grad_sum_.view();
-    const bool nested = shards > 1 && steps > 1;  // fold each shard's micro-batches, then the shards
     for (std::size_t s = 0; s < shards; ++s) {
-      const view<T> acc = nested ? grad_shard_.view() : sum;
       for (std::size_t k = 0; k < steps; ++k) {
         loss_and_gradients_into(minibatch_, s * per_shard + k * micro, micro, false);
-        pack_gradients(acc, nested ? k == 0 : (s == 0 && k == 0));
-      }
-      if (nested) {
-        if (s == 0) {
-          copy(backend_, view<const T>(acc), sum);
-        } else {
-          for_each_index(backend_, sum.size(), detail::axpy_kernel<T>{T(1), acc.data(), sum.data()});
-        }
+        grads_.add({view<const T>(actor_.gradients()), view<const T>(critic_.gradients()), log_std_grad_.cview()}, s, k);
       }
     }
-    all_reduce(*comm_, backend_, sum, reduce_op::sum, config_.gradient_reduction, "gradients");
-    unpack_gradients(view<const T>(sum), T(1) / T(parts()));
+    grads_.reduce(*comm_, config_.gradient_reduction, {actor_.gradients(), critic_.gradients(), log_std_grad_.view()},
+                  "gradients");
   }
 
   /// The ranks check that they run the same config, then take rank 0's parameters.
   void join_ranks() {
-    const std::string text = config_.hyperparameters();
-    const std::vector<std::uint64_t> all = all_gather(*comm_, detail::fnv1a(text.data(), text.size()), "config checksums");
-    for (std::size_t r = 1; r < all.size(); ++r)
-      RLK_EXPECTS(all[r] == all[0], std::invalid_argument, "rlkernels::ppo: ", comm_->where_am_i(), ": rank ", r,
-                  "'s config differs from rank 0's (every rank must be given the same ppo_config)");
-    RLK_EXPECTS(config_.env_shards == 1, std::invalid_argument, "rlkernels::ppo: ", comm_->where_am_i(),
-                ": env_shards is ", config_.env_shards, "; with ", comm_->size(),
-                " ranks every rank is one shard (leave env_shards at 1)");
+    detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::ppo");
     broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
     broadcast(*comm_, backend_, critic_.parameters(), 0, "critic parameters");
     broadcast(*comm_, backend_, log_std_.view(), 0, "log-std");
@@ -1053,46 +896,22 @@ class ppo {
   /// invalid action on any rank stops every rank.
   detail::ppo_device_stats gather_statistics(const detail::ppo_device_stats& mine) {
     const std::vector<detail::ppo_device_stats> all = all_gather(*comm_, mine, "iteration statistics");
-    if (mine.action_flag == ~0ull) {
-      for (std::size_t r = 0; r < all.size(); ++r)
-        if (all[r].action_flag != ~0ull)
-          throw distributed_error(comm_->rank(), "rlkernels::ppo::iterate: " + comm_->where_am_i() + ": rank " +
-                                                     std::to_string(r) +
-                                                     " stopped: its policy produced an invalid action (see that "
-                                                     "rank's message)");
+    std::vector<unsigned long long> flags;
+    std::vector<episode_statistics> episodes;
+    for (const detail::ppo_device_stats& x : all) {
+      flags.push_back(x.action_flag);
+      episodes.push_back(x.episodes);
     }
+    detail::raise_if_other_rank_flagged(*comm_, mine.action_flag, flags, "rlkernels::ppo::iterate");
     detail::ppo_device_stats d = all.back();
     d.action_flag = mine.action_flag;
-    episode_statistics e;
-    double returns = 0, lengths = 0;
-    for (const detail::ppo_device_stats& x : all) {
-      const episode_statistics& ep = x.episodes;
-      if (ep.count == 0) continue;
-      returns += ep.mean_return * double(ep.count);
-      lengths += ep.mean_length * double(ep.count);
-      e.min_return = e.count ? std::min(e.min_return, ep.min_return) : ep.min_return;
-      e.max_return = e.count ? std::max(e.max_return, ep.max_return) : ep.max_return;
-      e.count += ep.count;
-    }
-    if (e.count) {
-      e.mean_return = returns / double(e.count);
-      e.mean_length = lengths / double(e.count);
-    }
-    d.episodes = e;
+    d.episodes = detail::merge_episodes(episodes);
     return d;
   }
 
   /// Compares every rank's parameter checksum with rank 0's.
   void check_parameters_agree() {
-    const std::vector<std::uint64_t> all = all_gather(*comm_, parameter_checksum(), "parameter checksums");
-    std::string differ;
-    for (std::size_t r = 1; r < all.size(); ++r)
-      if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-    if (!differ.empty())
-      throw distributed_error(comm_->rank(), "rlkernels::ppo: " + comm_->where_am_i() + ": after iteration " +
-                                                 std::to_string(iteration_) + " the parameters of rank(s) " + differ +
-                                                 " differ from rank 0's (a non-deterministic reduction, or ranks "
-                                                 "built differently)");
+    detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::ppo");
   }
 
   static ppo_config checked(ppo_config c) {
@@ -1263,8 +1082,7 @@ class ppo {
   buffer<double, Backend> discounted_returns_;
   buffer<action_type, Backend> env_actions_;  // continuous: the rollout's actions clipped to the env's bounds
   buffer<detail::ppo_device_stats, Backend> stats_;  // [1] the iteration's statistics, read once at its end
-  buffer<T, Backend> grad_sum_;    // [gradient_size()] the parts' gradients summed (parts() > 1)
-  buffer<T, Backend> grad_shard_;  // [gradient_size()] one shard's micro-batches summed (shards and accumulation)
+  detail::gradient_parts<T, Backend> grads_;  // a minibatch's parts summed (more than one part)
   buffer<double, Backend> adv_scratch_;  // [env_shards + 2] advantage moments of the minibatch
   detail::phase_timer<Backend> timer_;
   std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
