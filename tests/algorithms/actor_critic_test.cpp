@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -381,6 +382,90 @@ TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs, ser
   CHECK(run_td3(openmp) == t1);
   omp_set_num_threads(saved);
 #endif
+}
+
+namespace {
+template <class Agent>
+std::vector<double> flat_parameters(Agent& a) {
+  std::vector<double> out;
+  for (const auto& v : all_parameters(a)) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-3, std::abs(a[i])));
+  return worst;
+}
+template <class Agent, class Config>
+std::vector<double> trained(const Config& c) {
+  Agent a(rlk_test::backend(), c);
+  while (!a.done()) a.iterate();
+  std::vector<double> p = flat_parameters(a);
+  if constexpr (std::is_same_v<Config, sac_config>) p.push_back(a.alpha());
+  return p;
+}
+}  // namespace
+
+TEST_CASE("sac and td3: gradient accumulation over K micro-batches makes the update of the whole batch; env_shards "
+          "train as data-parallel ranks would",
+          "[accumulation]") {
+  // In double, so that only rounding separates the K-part sums from the one-pass batch: after
+  // about 130 critic and actor steps the parameters agree to 1e-9, while half the batch (a real
+  // change of the algorithm) moves them by far more. The bit-for-bit equality of env_shards = R
+  // with R ranks is tested under mpirun (distributed/mpi_test.cpp).
+  using sac_t = sac<pendulum<double>, backend_t>;
+  using td3_t = td3<pendulum<double>, backend_t>;
+  sac_config c = small_sac();
+  c.num_envs = 2;
+  c.batch_size = 32;
+  c.total_timesteps = 2 * 100;
+  td3_config t = small_td3();
+  t.num_envs = 2;
+  t.batch_size = 32;
+  t.total_timesteps = 2 * 100;
+  const std::vector<double> sac_whole = trained<sac_t>(c), td3_whole = trained<td3_t>(t);
+  for (std::size_t k : {2u, 4u, 8u}) {
+    CAPTURE(k);
+    sac_config a = c;
+    a.gradient_accumulation_steps = k;
+    CHECK(max_relative_difference(sac_whole, trained<sac_t>(a)) < 1e-9);
+    td3_config b = t;
+    b.gradient_accumulation_steps = k;
+    CHECK(max_relative_difference(td3_whole, trained<td3_t>(b)) < 1e-9);
+  }
+  sac_config half = c;
+  half.batch_size = 16;
+  CHECK(max_relative_difference(sac_whole, trained<sac_t>(half)) > 1e-4);
+  // Shards sample each shard's own env columns: another valid algorithm, reproducible, and nested
+  // with accumulation like the sums they are.
+  sac_config sharded = c;
+  sharded.env_shards = 2;
+  const std::vector<double> two = trained<sac_t>(sharded);
+  CHECK(two == trained<sac_t>(sharded));
+  CHECK(max_relative_difference(sac_whole, two) > 1e-4);
+  sac_config both = sharded;
+  both.gradient_accumulation_steps = 2;
+  CHECK(max_relative_difference(two, trained<sac_t>(both)) < 1e-9);
+  td3_config t_sharded = t;
+  t_sharded.env_shards = 2;
+  CHECK(trained<td3_t>(t_sharded) == trained<td3_t>(t_sharded));
+  // The one-part loss functions refuse a config whose workspaces hold a part.
+  sac_config parts = c;
+  parts.gradient_accumulation_steps = 2;
+  sac_t agent(rlk_test::backend(), parts);
+  warm_up(agent, 40);
+  typename sac_t::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(1, 0, batch);
+  CHECK_THROWS_AS(agent.critic_loss_and_gradients(batch, 1, 0), std::logic_error);
+  CHECK_THROWS_AS(agent.actor_loss_and_gradients(batch, 1, 0), std::logic_error);
+  sac_config odd = c;
+  odd.gradient_accumulation_steps = 3;
+  CHECK_THROWS_WITH(sac_t(rlk_test::backend(), odd), Contains("does not split into env_shards * gradient_accumulation_steps"));
+  td3_config uneven = t;
+  uneven.env_shards = 3;
+  CHECK_THROWS_WITH(td3_t(rlk_test::backend(), uneven), Contains("env_shards (3) must be >= 1 and divide num_envs (2)"));
 }
 
 TEST_CASE("sac and td3: resuming from a checkpoint continues bit for bit; a checkpoint of another config is refused") {

@@ -387,6 +387,54 @@ TEST_CASE("dqn: a run is reproducible, and the same on serial and OpenMP with an
   }
 }
 
+TEST_CASE("dqn: gradient accumulation over K micro-batches makes the update of the whole batch; env_shards train "
+          "as data-parallel ranks would",
+          "[accumulation]") {
+  // In double: only rounding separates the K-part sums from the one-pass batch (the bit-for-bit
+  // equality of env_shards = R with R ranks is tested under mpirun, distributed/mpi_test.cpp).
+  const auto train = [](const dqn_config& c) {
+    dqn<cartpole<double>, backend_t> agent(rlk_test::backend(), c);
+    while (!agent.done()) agent.iterate();
+    std::vector<double> p = agent.q_network().parameters_to_host();
+    const std::vector<double> t = agent.target_network().parameters_to_host();
+    p.insert(p.end(), t.begin(), t.end());
+    return p;
+  };
+  const auto max_relative_difference = [](const std::vector<double>& a, const std::vector<double>& b) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1e-3, std::abs(a[i])));
+    return worst;
+  };
+  dqn_config c = small_config();
+  c.num_envs = 2;
+  c.batch_size = 32;
+  c.total_timesteps = 400;
+  c.n_step = 2;
+  c.double_q = true;
+  c.max_grad_norm = 0.5;  // clips the summed gradient, not the parts'
+  const std::vector<double> whole = train(c);
+  for (std::size_t k : {2u, 4u}) {
+    dqn_config a = c;
+    a.gradient_accumulation_steps = k;
+    CAPTURE(k);
+    CHECK(max_relative_difference(whole, train(a)) < 1e-9);
+  }
+  dqn_config half = c;
+  half.batch_size = 16;
+  CHECK(max_relative_difference(whole, train(half)) > 1e-4);
+  dqn_config sharded = c;
+  sharded.env_shards = 2;
+  const std::vector<double> two = train(sharded);
+  CHECK(two == train(sharded));
+  CHECK(max_relative_difference(whole, two) > 1e-4);
+  dqn_config per = c;
+  per.prioritized = true;
+  per.gradient_accumulation_steps = 2;
+  CHECK_THROWS_WITH(per.validate(), Catch::Contains("prioritized replay samples from one sum tree"));
+}
+
 TEST_CASE("dqn: learns CartPole-v1 (a 10k-step smoke check; [learning] checks 475)") {
   dqn_config c = dqn_preset("CartPole-v1");
   c.total_timesteps = 10000;  // 4.5k gradient steps: half a second

@@ -1,12 +1,17 @@
 // Data-parallel training over MPI, run as `mpirun -np 2 mpi_test` (CTest does): the communicator's
-// collectives, and PPO with 2 ranks x N envs against one process with 2N envs and env_shards = 2,
+// collectives; PPO with 2 ranks x N envs against one process with 2N envs and env_shards = 2,
 // bit for bit (CartPole, Pendulum with both normalisers, Hopper-v5, gradient accumulation), a
-// resumed 2-rank checkpoint, diverged parameters and mismatched configs reported. Every rank runs
-// every case (the collectives need both); a rank's failure fails the job.
+// resumed 2-rank checkpoint, diverged parameters and mismatched configs reported; SAC and TD3 on
+// Pendulum and DQN on CartPole likewise against one process with twice the envs, batch and
+// buffer (each rank its own replay buffer), with accumulation and resumed checkpoints. Every rank
+// runs every case (the collectives need both); a rank's failure fails the job.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <rlkernels/algorithms/dqn.hpp>
 #include <rlkernels/algorithms/ppo.hpp>
+#include <rlkernels/algorithms/sac.hpp>
+#include <rlkernels/algorithms/td3.hpp>
 #include <rlkernels/distributed/mpi.hpp>
 #include <rlkernels/envs/cartpole.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
@@ -82,6 +87,133 @@ ppo_config cartpole_config() {
   c.total_timesteps = 2 * 4 * 32 * 4;
   c.seed = 11;
   return c;
+}
+
+// ---- off-policy trainers ----
+
+template <class T>
+std::vector<T> concat(std::initializer_list<std::vector<T>> parts) {
+  std::vector<T> out;
+  for (const std::vector<T>& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+template <class Env>
+std::vector<float> parameters(sac<Env, backend_t>& a) {
+  return concat<float>({a.actor().parameters_to_host(), a.critic1().parameters_to_host(),
+                        a.critic2().parameters_to_host(), a.critic1_target().parameters_to_host(),
+                        a.critic2_target().parameters_to_host(), {float(a.alpha())}});
+}
+template <class Env>
+std::vector<float> parameters(td3<Env, backend_t>& a) {
+  return concat<float>({a.actor().parameters_to_host(), a.actor_target().parameters_to_host(),
+                        a.critic1().parameters_to_host(), a.critic2().parameters_to_host(),
+                        a.critic1_target().parameters_to_host(), a.critic2_target().parameters_to_host()});
+}
+template <class Env>
+std::vector<float> parameters(dqn<Env, backend_t>& a) {
+  return concat<float>({a.q_network().parameters_to_host(), a.target_network().parameters_to_host()});
+}
+double first_loss(const sac_iteration_stats& s) { return s.critic_loss + s.actor_loss + s.alpha_loss; }
+double first_loss(const td3_iteration_stats& s) { return s.critic_loss + s.actor_loss; }
+double first_loss(const dqn_iteration_stats& s) { return s.q_loss + s.q_mean; }
+
+/// Trains `c` (num_envs, batch_size and buffer_size per rank) on both ranks and, on each rank
+/// alone, one process with twice each and env_shards = 2; the parameters, this rank's envs'
+/// observations, the episodes and the losses must be equal bit for bit after every iteration.
+template <class Agent, class Config>
+void check_off_policy_equals_one_process(const Config& c) {
+  using Env = typename Agent::env_type::env_type;
+  REQUIRE(world->size() == 2);
+  Agent ranks(serial, c, {}, *world);
+  Config whole = c;
+  whole.num_envs = 2 * c.num_envs;
+  whole.batch_size = 2 * c.batch_size;
+  whole.buffer_size = 2 * c.buffer_size;
+  whole.env_shards = 2;
+  Agent one(serial, whole);
+  const std::size_t obs = std::size_t(Env::observation_size), n = c.num_envs;
+  std::uint64_t updates = 0;
+  while (!ranks.done()) {
+    REQUIRE(!one.done());
+    const auto a = ranks.iterate();
+    const auto b = one.iterate();
+    CAPTURE(a.iteration);
+    REQUIRE(a.global_step == b.global_step);
+    CHECK(a.episodes == b.episodes);
+    CHECK(a.episode_return_sum == b.episode_return_sum);
+    CHECK(a.gradient_steps == b.gradient_steps);
+    CHECK(first_loss(a) == first_loss(b));
+    updates += a.gradient_steps;
+    REQUIRE(parameters(ranks) == parameters(one));
+    const auto mine = ranks.envs().observations().to_host();
+    const auto all = one.envs().observations().to_host();
+    const std::size_t first = std::size_t(world->rank()) * n * obs;
+    CHECK(std::vector<float>(all.begin() + first, all.begin() + first + n * obs) == mine);
+  }
+  CHECK(one.done());
+  CHECK(updates > 20);  // the comparison covered training, not only the warm-up
+}
+
+sac_config sac_small() {
+  sac_config c = sac_preset("Pendulum-v1");
+  c.num_envs = 2;
+  c.batch_size = 16;
+  c.buffer_size = 200;  // wraps around during the run
+  c.learning_starts = 40;
+  c.total_timesteps = 2 * 2 * 80;
+  c.gradient_steps = 2;
+  c.policy_frequency = 2;  // two actor and temperature steps after every second critic step
+  c.hidden_sizes = {16, 16};
+  c.seed = 5;
+  return c;
+}
+td3_config td3_small() {
+  td3_config c = td3_preset("Pendulum-v1");
+  c.num_envs = 2;
+  c.batch_size = 16;
+  c.buffer_size = 200;
+  c.learning_starts = 40;
+  c.total_timesteps = 2 * 2 * 80;
+  c.gradient_steps = 2;
+  c.hidden_sizes = {16, 16};
+  c.seed = 6;
+  return c;
+}
+dqn_config dqn_small() {
+  dqn_config c = dqn_preset("CartPole-v1");
+  c.num_envs = 2;
+  c.batch_size = 16;
+  c.buffer_size = 400;
+  c.learning_starts = 60;
+  c.train_frequency = 4;
+  c.gradient_steps = 2;
+  c.target_network_frequency = 10;
+  c.total_timesteps = 2 * 2 * 100;
+  c.n_step = 3;            // n-step gathers within each rank's env columns
+  c.double_q = true;
+  c.max_grad_norm = 1.0;   // clipping of the reduced gradient
+  c.hidden_sizes = {16, 16};
+  c.seed = 7;
+  return c;
+}
+
+/// Two runs of `c` on both ranks, one saved after a few iterations and resumed in a fresh agent:
+/// they end with the same parameters and envs.
+template <class Agent, class Config>
+void check_off_policy_resume(const Config& c, const char* stem) {
+  const std::string path = shared_path(stem);
+  Agent first(serial, c, {}, *world);
+  for (int k = 0; k < 30; ++k) first.iterate();
+  first.save_checkpoint(path);
+  while (!first.done()) first.iterate();
+  Agent resumed(serial, c, {}, *world);
+  resumed.load_checkpoint(path);
+  CHECK(resumed.iteration() == 30);
+  while (!resumed.done()) resumed.iterate();
+  CHECK(parameters(resumed) == parameters(first));
+  CHECK(resumed.envs().observations().to_host() == first.envs().observations().to_host());
+  world->barrier("checkpoint test");
+  if (world->rank() == 0) std::filesystem::remove(path);
 }
 
 }  // namespace
@@ -211,6 +343,66 @@ TEST_CASE("ppo: ranks given different configs are refused at construction", "[di
   ppo_config sharded = cartpole_config();
   sharded.env_shards = 2;
   CHECK_THROWS_WITH((ppo<cartpole<float>, backend_t>(serial, sharded, {}, *world)),
+                    Catch::Contains("every rank is one shard"));
+}
+
+TEST_CASE("sac: 2 ranks x 2 envs train Pendulum-v1 as 1 process x 4 envs with env_shards = 2, bit for bit",
+          "[distributed][sac]") {
+  check_off_policy_equals_one_process<sac<pendulum<float>, backend_t>>(sac_small());
+}
+
+TEST_CASE("sac: gradient accumulation on 2 ranks equals 1 process with the same shards and accumulation",
+          "[distributed][sac][accumulation]") {
+  sac_config c = sac_small();
+  c.gradient_accumulation_steps = 4;
+  check_off_policy_equals_one_process<sac<pendulum<float>, backend_t>>(c);
+}
+
+TEST_CASE("td3: 2 ranks x 2 envs train Pendulum-v1 as 1 process x 4 envs with env_shards = 2, bit for bit",
+          "[distributed][td3]") {
+  check_off_policy_equals_one_process<td3<pendulum<float>, backend_t>>(td3_small());
+  td3_config c = td3_small();
+  c.gradient_accumulation_steps = 2;
+  check_off_policy_equals_one_process<td3<pendulum<float>, backend_t>>(c);
+}
+
+TEST_CASE("dqn: 2 ranks x 2 envs train CartPole-v1 as 1 process x 4 envs with env_shards = 2, bit for bit",
+          "[distributed][dqn]") {
+  check_off_policy_equals_one_process<dqn<cartpole<float>, backend_t>>(dqn_small());
+  dqn_config c = dqn_small();
+  c.gradient_accumulation_steps = 2;
+  check_off_policy_equals_one_process<dqn<cartpole<float>, backend_t>>(c);
+}
+
+TEST_CASE("sac, td3, dqn: runs resumed from 2-rank checkpoints (with the ranks' replay buffers) continue bit for bit",
+          "[distributed][checkpoint]") {
+  check_off_policy_resume<sac<pendulum<float>, backend_t>>(sac_small(), "rlk-mpi-test-sac");
+  check_off_policy_resume<td3<pendulum<float>, backend_t>>(td3_small(), "rlk-mpi-test-td3");
+  check_off_policy_resume<dqn<cartpole<float>, backend_t>>(dqn_small(), "rlk-mpi-test-dqn");
+}
+
+TEST_CASE("sac, dqn: diverged ranks are reported, and what cannot be data-parallel is refused", "[distributed]") {
+  sac_config c = sac_small();
+  c.parameter_check_every = 1;
+  sac<pendulum<float>, backend_t> agent(serial, c, {}, *world);
+  agent.iterate();
+  if (world->rank() == 1) {
+    std::vector<float> p = agent.critic2_target().parameters_to_host();
+    p[3] -= 0.5f;
+    agent.critic2_target().set_parameters(p);
+  }
+  CHECK_THROWS_WITH(agent.iterate(), Catch::Contains("the parameters of rank(s) 1 differ from rank 0's"));
+  dqn_config d = dqn_small();
+  if (world->rank() == 0) d.gamma = 0.98;
+  CHECK_THROWS_WITH((dqn<cartpole<float>, backend_t>(serial, d, {}, *world)),
+                    Catch::Contains("rank 1's config differs from rank 0's"));
+  dqn_config per = dqn_small();
+  per.prioritized = true;
+  CHECK_THROWS_WITH((dqn<cartpole<float>, backend_t>(serial, per, {}, *world)),
+                    Catch::Contains("prioritized replay is not data-parallel"));
+  td3_config sharded = td3_small();
+  sharded.env_shards = 2;
+  CHECK_THROWS_WITH((td3<pendulum<float>, backend_t>(serial, sharded, {}, *world)),
                     Catch::Contains("every rank is one shard"));
 }
 

@@ -12,12 +12,14 @@
 #include "../envs/vec_env.hpp"
 #include "../losses/sac.hpp"
 #include "common.hpp"
+#include "data_parallel.hpp"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rlkernels {
 namespace detail {
@@ -90,13 +92,15 @@ struct merge_head_kernel {
   }
 };
 
-/// a[k] ~ U(-1, 1) from rng(seed, k, draw).
+/// a[k] ~ U(-1, 1) from rng(seed, first + k, draw) (first: the element's place in the whole
+/// population, for a data-parallel rank or an env shard).
 template <class T>
 struct uniform_action_kernel {
   std::uint64_t seed, draw;
   T* actions;
+  std::uint64_t first = 0;
   RLK_HOST_DEVICE void operator()(std::size_t k) const {
-    rng gen(seed, k, draw);
+    rng gen(seed, first + k, draw);
     actions[k] = gen.uniform<T>(T(-1), T(1));
   }
 };
@@ -121,15 +125,17 @@ struct tanh_kernel {
   RLK_HOST_DEVICE void operator()(std::size_t k) const { out[k] = std::tanh(in[k]); }
 };
 
-/// a[k] = clip(a[k] + sigma * N(0, 1), -1, 1) with the normal from rng(seed, k, draw) (TD3's exploration).
+/// a[k] = clip(a[k] + sigma * N(0, 1), -1, 1) with the normal from rng(seed, first + k, draw)
+/// (TD3's exploration and target smoothing; first: the element's place in the whole batch).
 template <class T>
 struct gaussian_exploration_kernel {
   const T* in;
   T* out;
   T sigma;
   std::uint64_t seed, draw;
+  std::uint64_t first = 0;
   RLK_HOST_DEVICE void operator()(std::size_t k) const {
-    rng gen(seed, k, draw);
+    rng gen(seed, first + k, draw);
     const T x = in[k] + sigma * gen.normal<T>();
     out[k] = x < T(-1) ? T(-1) : (x > T(1) ? T(1) : x);
   }
@@ -157,6 +163,7 @@ void validate_actor_critic_config(const Config& c, const char* who) {
   RLK_EXPECTS(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(), std::invalid_argument, who,
               ": checkpoint_every is ", c.checkpoint_every, " but checkpoint_dir is empty");
   RLK_EXPECTS(c.checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
+  c.validate_parallel(c.num_envs, c.batch_size, "batch", who);
 }
 
 /// What one env step of an off-policy trainer gathered: the episodes that ended in it.
@@ -219,13 +226,41 @@ struct ac_divergence_kernel {
   }
 };
 
+/// The iteration records of every rank gathered (data-parallel SAC and TD3): the losses are the
+/// last rank's (its last part is the batch's last, as in one process), the episodes all ranks',
+/// the first diverged gradient step any rank saw; an invalid action on another rank stops this
+/// one with a message naming that rank.
+inline actor_critic_device_stats gather_actor_critic_stats(communicator& comm, const actor_critic_device_stats& mine,
+                                                           const char* who) {
+  const std::vector<actor_critic_device_stats> all = all_gather(comm, mine, "iteration statistics");
+  std::vector<unsigned long long> flags;
+  std::vector<episode_statistics> episodes;
+  actor_critic_device_stats d = all.back();
+  d.bad_step = 0;
+  for (const actor_critic_device_stats& x : all) {
+    flags.push_back(x.step.action_flag);
+    episodes.push_back(x.step.episodes);
+    if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
+      d.bad_step = x.bad_step;
+      d.bad_loss = x.bad_loss;
+      d.bad_part = x.bad_part;
+    }
+  }
+  raise_if_other_rank_flagged(comm, mine.step.action_flag, flags, who);
+  d.step.action_flag = mine.step.action_flag;
+  d.step.episodes = merge_episodes(episodes);
+  return d;
+}
+
 /// The end of an off-policy iteration, its one host read: the statistics in `stats` (the episodes
 /// step_and_store left there, the losses) and the deferred action check (throws invalid_action
 /// naming the env and value); throws rlkernels::error, naming `who`, if a loss diverged.
 template <class VecEnv, class Stats>
-actor_critic_device_stats read_iteration(VecEnv& env, Stats& stats, const char* who) {
+actor_critic_device_stats read_iteration(VecEnv& env, Stats& stats, const char* who,
+                                         communicator& comm = default_communicator()) {
   stage_action_flag(env, &stats.data()->step.action_flag);
-  const actor_critic_device_stats d = stats.get(0);
+  actor_critic_device_stats d = stats.get(0);
+  if (comm.size() > 1) d = gather_actor_critic_stats(comm, d, who);
   raise_if_flagged(env, d.step.action_flag);
   RLK_EXPECTS(d.bad_step == 0, error, who, ": the ", d.bad_part == 1 ? "critic" : "actor", " loss is ", d.bad_loss,
               " at gradient step ", d.bad_step, " (training diverged)");
@@ -250,10 +285,10 @@ inline std::size_t check_act_arguments(std::size_t observations, std::size_t act
   return b;
 }
 
-/// Binds what SAC and TD3 share into checkpoint `c`: the config, both critics and their targets,
-/// their optimisers, the envs, the replay buffer (when the config says) and the counters.
+/// Binds the state SAC's and TD3's ranks hold alike into checkpoint `c`: the config, the actor,
+/// both critics and their targets, their optimisers and the counters.
 template <class C, class Trainer>
-void bind_actor_critic_state(C& c, Trainer& t) {
+void bind_actor_critic_shared(C& c, Trainer& t) {
   c.bind_constant("config", t.config_.hyperparameters());
   c.bind("actor/parameters", t.backend_, t.actor_.parameters());
   c.bind("q1/parameters", t.backend_, t.q1_.parameters());
@@ -263,8 +298,6 @@ void bind_actor_critic_state(C& c, Trainer& t) {
   t.actor_opt_.bind_checkpoint(c, "actor_adam/");
   t.q1_opt_.bind_checkpoint(c, "q1_adam/");
   t.q2_opt_.bind_checkpoint(c, "q2_adam/");
-  t.env_.bind_checkpoint(c, "env/");
-  if (t.config_.checkpoint_buffers) t.replay_.bind_checkpoint(c, "replay/");
   c.bind_value("counters/global_step", t.global_step_);
   c.bind_value("counters/iteration", t.iteration_);
   c.bind_value("counters/critic_updates", t.critic_updates_);
@@ -272,6 +305,15 @@ void bind_actor_critic_state(C& c, Trainer& t) {
   c.bind_value("counters/batch_draw", t.batch_draw_);
   c.bind_value("counters/noise_draw", t.noise_draw_);
 }
+
+/// Binds what is each rank's own into checkpoint `c`: its envs and its replay buffer (when the
+/// config says).
+template <class C, class Trainer>
+void bind_actor_critic_local(C& c, Trainer& t) {
+  t.env_.bind_checkpoint(c, "env/");
+  if (t.config_.checkpoint_buffers) t.replay_.bind_checkpoint(c, "replay/");
+}
+
 
 }  // namespace detail
 }  // namespace rlkernels

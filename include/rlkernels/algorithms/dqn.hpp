@@ -10,6 +10,7 @@
 #include "../buffers/replay_buffer.hpp"
 #include "checkpointing.hpp"
 #include "common.hpp"
+#include "data_parallel.hpp"
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
@@ -44,7 +45,12 @@ namespace rlkernels {
 /// the target network is updated when s > learning_starts and s % target_network_frequency == 0.
 /// So a run makes the same number of updates per env step whatever N is, and N = 1 is exactly
 /// CleanRL's loop. The iteration's exploration rate is epsilon(t).
-struct dqn_config {
+///
+/// Data parallelism (docs/distributed.md): num_envs, buffer_size and batch_size are each rank's;
+/// the global steps of an iteration are those of all ranks' envs (R * N of them), so
+/// total_timesteps, learning_starts, train_frequency and the exploration schedule count all ranks'
+/// steps. The data-parallel and gradient accumulation settings come from data_parallel_settings.
+struct dqn_config : data_parallel_settings {
   // ---- collection ----
   std::size_t num_envs = 1;                ///< parallel envs N
   std::uint64_t total_timesteps = 500000;  ///< env steps to train for (all envs together)
@@ -157,7 +163,7 @@ struct dqn_config {
         .add("hidden_sizes", hidden_sizes)
         .add("hidden_activation", activation_name(hidden_activation))
         .add("seed", seed)
-        .str();
+        .str() + parallel_lines();
   }
 
   /// @brief Throws std::invalid_argument naming the first bad field.
@@ -194,6 +200,10 @@ struct dqn_config {
                 ": per_epsilon must be finite and > 0, got ", per_epsilon);
     RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
     for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
+    validate_parallel(num_envs, batch_size, "batch", who);
+    RLK_EXPECTS(!prioritized || gradient_parts() == 1, std::invalid_argument, who,
+                ": prioritized replay samples from one sum tree over all envs; it cannot be split into env_shards or "
+                "gradient_accumulation_steps (use uniform replay)");
     RLK_EXPECTS(checkpoint_every == 0 || !checkpoint_dir.empty(), std::invalid_argument, who,
                 ": checkpoint_every is ", checkpoint_every, " but checkpoint_dir is empty");
     RLK_EXPECTS(checkpoint_keep >= 1, std::invalid_argument, who, ": checkpoint_keep must be >= 1");
@@ -291,6 +301,29 @@ struct dqn_start_kernel {
   RLK_HOST_DEVICE void operator()(std::size_t) const { s->bad_step = 0; }
 };
 
+/// The iteration records of every rank gathered: the losses are the last rank's (its last part
+/// is the batch's last, as in one process), the episodes all ranks', the first diverged gradient
+/// step any rank saw; an invalid action on another rank stops this one naming that rank.
+inline dqn_device_stats gather_dqn_stats(communicator& comm, const dqn_device_stats& mine) {
+  const std::vector<dqn_device_stats> all = all_gather(comm, mine, "iteration statistics");
+  std::vector<unsigned long long> flags;
+  std::vector<episode_statistics> episodes;
+  dqn_device_stats d = all.back();
+  d.bad_step = 0;
+  for (const dqn_device_stats& x : all) {
+    flags.push_back(x.action_flag);
+    episodes.push_back(x.episodes);
+    if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
+      d.bad_step = x.bad_step;
+      d.bad_loss = x.bad_loss;
+    }
+  }
+  raise_if_other_rank_flagged(comm, mine.action_flag, flags, "rlkernels::dqn::iterate");
+  d.action_flag = mine.action_flag;
+  d.episodes = merge_episodes(episodes);
+  return d;
+}
+
 /// Purposes of derive_key in DQN.
 enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn_key_replay = 3, dqn_key_evaluation = 4 };
 
@@ -319,6 +352,14 @@ enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn
 /// the episode statistics and the batch statistics stay on the device and are read once at the
 /// end of each iteration (docs/training.md, "Host round trips per iteration", has the counts); no
 /// batch is copied to the host.
+///
+/// Data parallelism (docs/distributed.md): given a communicator of R ranks, each rank steps its
+/// own num_envs envs (envs rank * num_envs ..., with those envs' exploration streams) into its own
+/// replay buffer and samples its batch_size transitions from it; the parameters start as rank
+/// 0's, the gradients are all-reduced before every optimiser step, the episode statistics are
+/// gathered, and rank 0 writes the checkpoints (with every rank's envs and replay buffer). With
+/// the ordered reduction a run equals one process with R * num_envs envs, R * batch_size,
+/// R * buffer_size and env_shards = R bit for bit. Prioritized replay is not data-parallel.
 template <class Env, class Backend>
 class dqn {
  public:
@@ -335,19 +376,26 @@ class dqn {
 
   /// @brief Builds envs, the networks, the optimiser and the replay buffer; the target network
   /// starts as a copy of the Q-network.
-  /// @throw std::invalid_argument on a bad config (see dqn_config::validate); out_of_memory
-  dqn(Backend backend, dqn_config config, typename Env::Params env_params = {})
-      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params),
-        env_(backend, config_.num_envs, config_.seed, env_params),
+  /// With a communicator of R > 1 ranks (every rank constructs its agent with the same config),
+  /// this rank's envs are rank * num_envs .. and the parameters are rank 0's.
+  /// @param comm the job's ranks (default: this process alone); it must outlive the agent
+  /// @throw std::invalid_argument on a bad config (see dqn_config::validate), or if the ranks'
+  ///        configs differ, env_shards > 1 or prioritized replay with R > 1; out_of_memory;
+  ///        distributed_error
+  dqn(Backend backend, dqn_config config, typename Env::Params env_params = {},
+      communicator& comm = default_communicator())
+      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params), comm_(&comm),
+        env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         q_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
         target_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
         opt_(backend, q_.num_parameters(), adam_for(config_)),
-        q_ws_(q_, std::max(config_.num_envs, config_.batch_size)), q_next_ws_(q_, config_.batch_size),
-        target_ws_(target_, config_.batch_size),
+        q_ws_(q_, std::max(config_.num_envs, part_rows())), q_next_ws_(q_, part_rows()),
+        target_ws_(target_, part_rows()),
+        grads_(backend, q_.num_parameters(), config_.env_shards, config_.gradient_accumulation_steps, comm),
         batch_(backend, config_.batch_size, observation_size, action_width),
         observations_(backend, config_.num_envs * std::size_t(observation_size)), actions_(backend, config_.num_envs),
         targets_(backend, config_.batch_size), td_errors_(backend, config_.batch_size),
-        grad_q_(backend, config_.batch_size * std::size_t(num_actions)), device_stats_(backend, 1) {
+        grad_q_(backend, part_rows() * std::size_t(num_actions)), device_stats_(backend, 1) {
     if (config_.prioritized) {
       prioritized_replay_params p;
       p.alpha = config_.per_alpha;
@@ -359,7 +407,25 @@ class dqn {
     }
     const layer_init torch_linear{weight_init::pytorch_default, 1.0, 0.0};
     q_.initialize(detail::derive_key(config_.seed, detail::dqn_key_weights), torch_linear, torch_linear);
+    if (comm_->size() > 1) {
+      detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::dqn");
+      RLK_EXPECTS(!config_.prioritized, std::invalid_argument, "rlkernels::dqn: ", comm_->where_am_i(),
+                  ": prioritized replay is not data-parallel (each rank's sum tree would have to be one); use "
+                  "uniform replay");
+      broadcast(*comm_, backend_, q_.parameters(), 0, "Q-network parameters");
+    }
     target_.copy_parameters_from(q_);
+  }
+
+  /// The job's ranks.
+  communicator& comm() const noexcept { return *comm_; }
+  /// Transitions of one gradient step over all ranks: batch_size * ranks.
+  std::size_t global_batch_size() const noexcept { return config_.batch_size * std::size_t(comm_->size()); }
+  /// @brief A checksum (detail::fnv1a over the bytes) of the Q-network's and the target's
+  /// parameters. Data-parallel ranks compare theirs every config().parameter_check_every iterations.
+  std::uint64_t parameter_checksum() const {
+    return detail::parameters_checksum<T>({view<const T>(q_.parameters()), view<const T>(target_.parameters())},
+                                          backend_);
   }
 
   /// The configuration.
@@ -414,27 +480,32 @@ class dqn {
     stats.iteration = ++iteration_;
     const std::uint64_t t = global_step_;
     const std::size_t n = config_.num_envs;
+    const std::uint64_t steps = std::uint64_t(n) * std::uint64_t(comm_->size());  // of all ranks
     stats.epsilon = config_.epsilon(t);
     stats.learning_rate = config_.learning_rate;
 
-    // Act on s_t (kept aside: the step overwrites the env's observations), step, store.
+    // Act on s_t (kept aside: the step overwrites the env's observations), step, store; shard by
+    // shard, a rank's rows in one call as a rank's are.
     copy(backend_, env_.observations().cview(), observations_.view());
-    select_actions(observations_.cview(), actions_.view(), stats.epsilon,
-                   detail::derive_key(config_.seed, detail::dqn_key_exploration), 0, iteration_ - 1);
+    const std::size_t per = n / config_.env_shards, o = std::size_t(observation_size);
+    for (std::size_t s = 0; s < config_.env_shards; ++s)
+      select_actions(observations_.cview().subview(s * per * o, per * o), actions_.view().subview(s * per, per),
+                     stats.epsilon, detail::derive_key(config_.seed, detail::dqn_key_exploration),
+                     std::uint64_t(comm_->rank()) * n + s * per, iteration_ - 1);
     env_.step_deferred(actions_.cview());  // checked once, at the end of the iteration
     if (per_) {
       per_->add(observations_.cview(), actions_.cview(), env_);
     } else {
       uniform_->add(observations_.cview(), actions_.cview(), env_);
     }
-    global_step_ += n;
+    global_step_ += steps;
     env_.episode_statistics_into(view<episode_statistics>(&device_stats_.data()->episodes, 1));
     env_.clear_episode_statistics();
 
     // The updates due at global steps t .. t + N - 1, in order.
     detail::run_once(backend_, detail::dqn_start_kernel{device_stats_.data()});
     if (per_) stats.beta = config_.beta(t);
-    for (std::uint64_t s = t; s < t + n; ++s) {
+    for (std::uint64_t s = t; s < t + steps; ++s) {
       if (s <= config_.learning_starts) continue;
       if (s % config_.train_frequency == 0) {
         for (std::size_t g = 0; g < config_.gradient_steps; ++g) gradient_step(stats);
@@ -449,7 +520,8 @@ class dqn {
     }
     // The iteration's one host read: the statistics and the deferred action check together.
     detail::stage_action_flag(env_, &device_stats_.data()->action_flag);
-    const detail::dqn_device_stats d = device_stats_.get(0);
+    detail::dqn_device_stats d = device_stats_.get(0);
+    if (comm_->size() > 1) d = detail::gather_dqn_stats(*comm_, d);
     detail::raise_if_flagged(env_, d.action_flag);
     RLK_EXPECTS(d.bad_step == 0, error, "rlkernels::dqn::iterate: the TD loss is ", d.bad_loss, " at gradient step ",
                 d.bad_step, " (diverged training)");
@@ -459,12 +531,20 @@ class dqn {
     if (stats.gradient_steps > 0) {
       stats.q_loss = d.loss.loss;
       stats.mean_abs_td_error = d.loss.mean_abs_td_error;
-      stats.q_mean = d.q_sum / double(config_.batch_size);
+      stats.q_mean = d.q_sum / double(part_rows());
       if (config_.max_grad_norm > 0) stats.grad_norm = d.grad_norm;
     }
     stats.global_step = global_step_;
+    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
+      detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::dqn");
     if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
-      detail::auto_checkpoint(*this, config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
+      if (comm_->size() > 1) {
+        std::optional<checkpoint_directory> dir;
+        if (comm_->rank() == 0) dir.emplace(config_.checkpoint_dir, "dqn", config_.checkpoint_keep);
+        save_distributed("", dir ? &*dir : nullptr);
+      } else {
+        detail::auto_checkpoint(*this, config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
+      }
     }
     return stats;
   }
@@ -514,7 +594,12 @@ class dqn {
   ///        prioritized buffer's sample)
   /// @throw std::invalid_argument if the batch has another size or shape
   dqn_loss loss_and_gradients(const batch_type& batch) {
-    td_loss_and_gradients(batch);
+    check_batch(batch);
+    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error,
+                "rlkernels::dqn::loss_and_gradients: computes a whole batch in one part; with env_shards or "
+                "gradient_accumulation_steps > 1, or several ranks, the workspaces hold one part (iterate() adds "
+                "the parts)");
+    td_loss_and_gradients(batch, 0, config_.batch_size);
     const detail::dqn_device_stats d = device_stats_.get(0);  // one host read
     dqn_loss out;
     out.loss = d.loss.loss;
@@ -523,14 +608,67 @@ class dqn {
     return out;
   }
 
-  /// @brief Binds everything a resumed run needs to continue bit-identically: the config's hyperparameters (a constant), both networks, Adam, the
-  /// envs, the counters and, when config().checkpoint_buffers, the replay buffer.
+  /// @brief Binds everything a resumed run needs to continue bit-identically: the config's
+  /// hyperparameters (a constant), both networks, Adam, the envs, the counters and, when
+  /// config().checkpoint_buffers, the replay buffer.
   template <class C>
   void bind_checkpoint(C& c) {
+    bind_shared(c);
+    bind_local(c);
+  }
+
+  /// @brief Writes a checkpoint of the whole training state to `path` (atomically: a crash leaves
+  /// the old file or the new one). In a data-parallel run every rank calls it: rank 0 gathers the
+  /// ranks' envs and replay buffers and writes the file.
+  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
+  void save_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      save_distributed(path, nullptr);
+      return;
+    }
+    detail::save_trainer_checkpoint(*this, path);
+  }
+  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
+  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
+  /// run return "" and write nothing).
+  /// @throw rlkernels::error on an I/O failure (on every rank)
+  std::string save_checkpoint(const checkpoint_directory& dir) {
+    if (comm_->size() > 1) return save_distributed("", &dir);
+    checkpoint c;
+    bind_checkpoint(c);
+    return dir.save(c, global_step_);
+  }
+
+  /// @brief Restores the training state from a checkpoint written by a run with the same
+  /// hyperparameters (and checkpoint_buffers setting, and number of ranks); training then
+  /// continues exactly as the saved run would have (on the same backend). All or nothing. In a
+  /// data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
+  /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
+  void load_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      detail::load_distributed_checkpoint(
+          *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path,
+          "rlkernels::dqn");
+      return;
+    }
+    detail::load_trainer_checkpoint(*this, path);
+  }
+
+ private:
+  /// What every rank holds alike: the config, the networks, Adam and the counters.
+  template <class C>
+  void bind_shared(C& c) {
     c.bind_constant("config", config_.hyperparameters());
     c.bind("q/parameters", backend_, q_.parameters());
     c.bind("target/parameters", backend_, target_.parameters());
     opt_.bind_checkpoint(c, "q/adam/");
+    c.bind_value("global_step", global_step_);
+    c.bind_value("iteration", iteration_);
+    c.bind_value("gradient_step", gradient_step_);
+  }
+  /// What is this rank's own: its envs and replay buffer.
+  template <class C>
+  void bind_local(C& c) {
     env_.bind_checkpoint(c, "env/");
     if (config_.checkpoint_buffers) {
       if (per_) {
@@ -539,56 +677,54 @@ class dqn {
         uniform_->bind_checkpoint(c, "replay/");
       }
     }
-    c.bind_value("global_step", global_step_);
-    c.bind_value("iteration", iteration_);
-    c.bind_value("gradient_step", gradient_step_);
+  }
+  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
+    return detail::save_distributed_checkpoint(
+        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path, dir,
+        global_step_, "rlkernels::dqn");
+  }
+  /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
+  std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }
+  void check_batch(const batch_type& batch) const {
+    constexpr const char* who = "rlkernels::dqn::loss_and_gradients";
+    RLK_EXPECTS(batch.size() == config_.batch_size, std::invalid_argument, who, ": the batch has ", batch.size(),
+                " transitions, the config's batch_size is ", config_.batch_size);
+    RLK_EXPECTS(batch.observation_size() == observation_size, std::invalid_argument, who,
+                ": the batch has observation_size ", batch.observation_size(), ", the env ", observation_size);
   }
 
-  /// @brief Writes a checkpoint of the whole training state to `path` (atomically: a crash leaves
-  /// the old file or the new one).
-  /// @throw rlkernels::error on an I/O failure
-  void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
-
-  /// @brief Restores the training state from a checkpoint written by a run with the same
-  /// hyperparameters (and checkpoint_buffers setting); training then continues exactly as the
-  /// saved run would have (on the same backend). All or nothing.
-  /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
-  void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
-
- private:
   /// loss_and_gradients without a host wait: the loss and the sum of Q(s, a) go to device_stats_
   /// in backend memory. The batch's actions come from the replay buffer, which holds only actions
   /// the env accepted, so td_loss does not check them again.
-  void td_loss_and_gradients(const batch_type& batch) {
-    constexpr const char* who = "rlkernels::dqn::loss_and_gradients";
-    const std::size_t b = config_.batch_size, a = std::size_t(num_actions);
-    RLK_EXPECTS(batch.size() == b, std::invalid_argument, who, ": the batch has ", batch.size(),
-                " transitions, the config's batch_size is ", b);
-    RLK_EXPECTS(batch.observation_size() == observation_size, std::invalid_argument, who,
-                ": the batch has observation_size ", batch.observation_size(), ", the env ", observation_size);
+  /// The batch's rows [first, first + b) (one part of it, or all of it).
+  void td_loss_and_gradients(const batch_type& batch, std::size_t first, std::size_t b) {
+    const std::size_t a = std::size_t(num_actions), o = std::size_t(observation_size);
     const T gamma = T(config_.gamma);
+    const view<const T> rewards = batch.rewards.cview().subview(first, b),
+                        discounts = batch.discounts.cview().subview(first, b);
+    const view<const std::uint8_t> terminated = batch.terminated.cview().subview(first, b);
+    const view<T> targets = targets_.view().subview(first, b);
     // ---- targets y (no gradient) ----
-    const view<const T> next_obs = batch.next_observations.cview();
+    const view<const T> next_obs = batch.next_observations.cview().subview(first * o, b * o);
     const view<const T> q_next_target = target_.forward(next_obs, target_ws_);
     if (config_.double_q) {
       const view<const T> q_next_online = q_.forward(next_obs, q_next_ws_);
-      double_q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_online,
-                                q_next_target, a, gamma, targets_.view(), batch.discounts.cview());
+      double_q_learning_targets(backend_, rewards, terminated, q_next_online, q_next_target, a, gamma, targets,
+                                discounts);
     } else {
-      q_learning_targets(backend_, batch.rewards.cview(), batch.terminated.cview(), q_next_target, a, gamma,
-                         targets_.view(), batch.discounts.cview());
+      q_learning_targets(backend_, rewards, terminated, q_next_target, a, gamma, targets, discounts);
     }
     // ---- TD loss of Q(s, a) and its gradient through the network ----
-    const view<const T> obs = batch.observations.cview();
+    const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
     const view<const T> q = q_.forward(obs, q_ws_);
-    const view<const std::int32_t> actions = batch.actions.cview();
+    const view<const std::int32_t> actions = batch.actions.cview().subview(first, b);
     td_loss_options<T> options;
     options.kind = config_.loss;
     options.huber_delta = T(config_.huber_delta);
     const view<const T> weights = config_.prioritized ? batch.weights.cview() : view<const T>{};
-    td_loss(backend_, view<td_loss_result>(&device_stats_.data()->loss, 1), q, a, actions, targets_.cview(), weights,
-            options, td_errors_.view(), grad_q_.view());
-    q_.backward(obs, grad_q_.cview(), q_ws_);
+    td_loss(backend_, view<td_loss_result>(&device_stats_.data()->loss, 1), q, a, actions, view<const T>(targets),
+            weights, options, td_errors_.view().subview(first, b), grad_q_.view().subview(0, b * a));
+    q_.backward(obs, grad_q_.cview().subview(0, b * a), q_ws_);
     detail::deterministic_sum_into(detail::light_backend(backend_), b,
                                    detail::taken_q_term<T>{q.data(), actions.data(), a}, 0.0, detail::dqn_plus{},
                                    &device_stats_.data()->q_sum);
@@ -636,10 +772,18 @@ class dqn {
     if (per_) {
       per_->sample(key, draw, batch_, T(stats.beta), config_.n_step, T(config_.gamma));
     } else {
-      uniform_->sample(key, draw, batch_, config_.n_step, T(config_.gamma));
+      uniform_->sample_sharded(detail::shard_seeds(key, config_.env_shards, *comm_), draw, batch_, config_.n_step,
+                               T(config_.gamma));
     }
-    td_loss_and_gradients(batch_);
-    detail::run_once(backend_, detail::dqn_divergence_kernel{device_stats_.data(), gradient_step_ + 1});
+    // The batch's gradient as the mean of its parts' (env shards, micro-batches, ranks).
+    detail::for_each_batch_part(config_, config_.batch_size, *comm_,
+                                [&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t) {
+                                  td_loss_and_gradients(batch_, first, part_rows());
+                                  detail::run_once(backend_, detail::dqn_divergence_kernel{device_stats_.data(),
+                                                                                           gradient_step_ + 1});
+                                  grads_.add({view<const T>(q_.gradients())}, s, k);
+                                });
+    grads_.reduce(*comm_, config_.gradient_reduction, {q_.gradients()}, "gradients");
     if (config_.max_grad_norm > 0) {
       clip_grad_norm(backend_, view<double>(&device_stats_.data()->grad_norm, 1), {q_.gradients()},
                      config_.max_grad_norm);
@@ -656,10 +800,12 @@ class dqn {
   Backend backend_;
   dqn_config config_;
   typename Env::Params env_params_;
+  communicator* comm_;
   env_type env_;
   mlp<T, Backend> q_, target_;
   adam<T, Backend> opt_;
   mlp_workspace<T, Backend> q_ws_, q_next_ws_, target_ws_;
+  detail::gradient_parts<T, Backend> grads_;  // a batch's parts summed (more than one part)
   std::optional<replay_buffer<T, std::int32_t, Backend>> uniform_;
   std::optional<prioritized_replay_buffer<T, std::int32_t, Backend>> per_;
   batch_type batch_;

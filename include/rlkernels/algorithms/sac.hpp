@@ -20,12 +20,14 @@
 #include "actor_critic.hpp"
 #include "common.hpp"
 #include "checkpointing.hpp"
+#include "data_parallel.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -36,8 +38,11 @@
 namespace rlkernels {
 
 /// @brief SAC's hyperparameters. The defaults are CleanRL's sac_continuous_action.py; see
-/// sac_config::sb3() for Stable-Baselines3's and sac_preset() for tuned per-env settings.
-struct sac_config {
+/// sac_config::sb3() for Stable-Baselines3's and sac_preset() for tuned per-env settings. In a
+/// data-parallel run (docs/distributed.md) num_envs, buffer_size and batch_size are each rank's,
+/// total_timesteps and learning_starts count the env steps of all ranks together; the
+/// data-parallel and gradient accumulation settings come from data_parallel_settings.
+struct sac_config : data_parallel_settings {
   // ---- data ----
   std::size_t num_envs = 1;                  ///< parallel envs N (one iteration = one step of each)
   std::uint64_t total_timesteps = 1000000;   ///< env steps to train for (all envs)
@@ -119,7 +124,7 @@ struct sac_config {
         .add("log_std_min", log_std_min)
         .add("log_std_max", log_std_max)
         .add("seed", seed)
-        .str();
+        .str() + parallel_lines();
   }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
@@ -168,6 +173,14 @@ struct sac_iteration_stats {
 /// Truncation: the replay buffer stores each step's final observation and bootstraps through it
 /// unless the episode terminated. Determinism: for a given config and seed a run is the same on
 /// serial and OpenMP (any thread count).
+///
+/// Data parallelism (docs/distributed.md): given a communicator of R ranks, each rank steps its
+/// own num_envs envs (envs rank * num_envs ..., with those envs' random streams) into its own
+/// replay buffer and samples its batch_size transitions from it; the parameters start as rank
+/// 0's, the critic, actor and temperature gradients are all-reduced before every optimiser step,
+/// the episode statistics are gathered, and rank 0 writes the checkpoints (with every rank's envs
+/// and replay buffer). With the ordered reduction a run equals one process with R * num_envs envs,
+/// R * batch_size, R * buffer_size and env_shards = R bit for bit.
 template <class Env, class Backend>
 class sac {
   static_assert(Env::action_space == action_kind::continuous,
@@ -182,11 +195,17 @@ class sac {
   static constexpr int observation_size = env_type::observation_size;  ///< O
   static constexpr int action_size = env_type::action_width;           ///< D
 
-  /// @brief Builds envs, networks, optimisers and the replay buffer.
-  /// @throw std::invalid_argument on a bad config (see sac_config::validate); out_of_memory
-  sac(Backend backend, sac_config config, typename Env::Params env_params = {})
+  /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
+  /// ranks (every rank constructs its agent with the same config), this rank's envs are
+  /// rank * num_envs .. and the parameters are rank 0's.
+  /// @param comm the job's ranks (default: this process alone); it must outlive the agent
+  /// @throw std::invalid_argument on a bad config (see sac_config::validate), or if the ranks'
+  ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error
+  sac(Backend backend, sac_config config, typename Env::Params env_params = {},
+      communicator& comm = default_communicator())
       : backend_(backend), lb_(detail::light_backend(backend)), config_(checked(std::move(config))),
-        env_params_(env_params), env_(backend, config_.num_envs, config_.seed, env_params),
+        env_params_(env_params), comm_(&comm),
+        env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         replay_(backend, config_.buffer_steps(), config_.num_envs, observation_size, action_size),
         batch_(backend, config_.batch_size, observation_size, action_size),
         actor_(backend, sizes(observation_size, 2 * action_size), config_.hidden_activation, activation::identity),
@@ -199,26 +218,31 @@ class sac {
         q2_opt_(backend, q2_.num_parameters(), adam_with(config_.q_lr)),
         log_alpha_(serial_backend{}, 1), log_alpha_grad_(serial_backend{}, 1),
         alpha_opt_(serial_backend{}, 1, adam_with(config_.alpha_lr)),
-        actor_ws_(actor_, rows()), q1_ws_(q1_, config_.batch_size), q2_ws_(q2_, config_.batch_size),
-        target_ws_(q1_target_, config_.batch_size), target_ws2_(q2_target_, config_.batch_size), obs_before_(backend, config_.num_envs * std::size_t(observation_size)),
+        actor_ws_(actor_, rows()), q1_ws_(q1_, part_rows()), q2_ws_(q2_, part_rows()),
+        target_ws_(q1_target_, part_rows()), target_ws2_(q2_target_, part_rows()),
+        critic_grads_(backend, q1_.num_parameters() + q2_.num_parameters(), config_.env_shards,
+                      config_.gradient_accumulation_steps, comm),
+        actor_grads_(backend, actor_.num_parameters(), config_.env_shards, config_.gradient_accumulation_steps, comm),
+        obs_before_(backend, config_.num_envs * std::size_t(observation_size)),
         actions_(backend, config_.num_envs * std::size_t(action_size)),
         env_actions_(backend, rows() * std::size_t(action_size)), mean_(backend, rows() * std::size_t(action_size)),
         log_std_(backend, rows() * std::size_t(action_size)), eps_(backend, rows() * std::size_t(action_size)),
-        pi_actions_(backend, config_.batch_size * std::size_t(action_size)),
-        log_probs_(backend, config_.batch_size), critic_in_(backend, config_.batch_size * std::size_t(q_inputs)),
-        targets_(backend, config_.batch_size),
-        grad_q1_(backend, config_.batch_size), grad_q2_(backend, config_.batch_size),
-        grad_log_probs_(backend, config_.batch_size),
-        grad_in1_(backend, config_.batch_size * std::size_t(q_inputs)),
-        grad_in2_(backend, config_.batch_size * std::size_t(q_inputs)),
-        grad_actions_(backend, config_.batch_size * std::size_t(action_size)),
-        grad_mean_(backend, config_.batch_size * std::size_t(action_size)),
-        grad_log_std_(backend, config_.batch_size * std::size_t(action_size)),
-        grad_head_(backend, config_.batch_size * std::size_t(2 * action_size)) {
+        pi_actions_(backend, part_rows() * std::size_t(action_size)),
+        log_probs_(backend, part_rows()), critic_in_(backend, part_rows() * std::size_t(q_inputs)),
+        targets_(backend, part_rows()),
+        grad_q1_(backend, part_rows()), grad_q2_(backend, part_rows()),
+        grad_log_probs_(backend, part_rows()),
+        grad_in1_(backend, part_rows() * std::size_t(q_inputs)),
+        grad_in2_(backend, part_rows() * std::size_t(q_inputs)),
+        grad_actions_(backend, part_rows() * std::size_t(action_size)),
+        grad_mean_(backend, part_rows() * std::size_t(action_size)),
+        grad_log_std_(backend, part_rows() * std::size_t(action_size)),
+        grad_head_(backend, part_rows() * std::size_t(2 * action_size)) {
     const layer_init torch{weight_init::pytorch_default, 1.0, 0.0};
     actor_.initialize(detail::derive_key(config_.seed, detail::ac_key_actor_init), torch, torch);
     q1_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic1_init), torch, torch);
     q2_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic2_init), torch, torch);
+    if (comm_->size() > 1) join_ranks();
     q1_target_.copy_parameters_from(q1_);
     q2_target_.copy_parameters_from(q2_);
     log_alpha_.assign(std::vector<T>{T(std::log(config_.alpha))});
@@ -237,7 +261,16 @@ class sac {
   /// Critic gradient steps done so far.
   std::uint64_t gradient_steps() const noexcept { return critic_updates_; }
   /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
+  bool done() const noexcept { return iteration_ >= num_iterations(); }
+  /// Iterations to cover total_timesteps: each takes num_envs steps on every rank.
+  std::uint64_t num_iterations() const noexcept {
+    const std::uint64_t per = std::uint64_t(config_.num_envs) * std::uint64_t(comm_->size());
+    return (config_.total_timesteps + per - 1) / per;
+  }
+  /// Transitions of one gradient step over all ranks: batch_size * ranks.
+  std::size_t global_batch_size() const noexcept { return config_.batch_size * std::size_t(comm_->size()); }
+  /// The job's ranks.
+  communicator& comm() const noexcept { return *comm_; }
   /// The current temperature alpha.
   double alpha() const { return std::exp(double(log_alpha_.data()[0])); }
   /// The entropy target of the temperature's loss.
@@ -272,20 +305,26 @@ class sac {
     // a_t: uniform in [-1, 1]^D while warming up, else a ~ pi(.|s_t).
     const std::uint64_t draw = action_draw_++;
     if (global_step_ < config_.learning_starts) {
-      for_each_index(lb_, nd, detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions), draw, actions_.data()});
+      for_each_index(lb_, nd,
+                     detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions),
+                                                      draw, actions_.data(), first_env() * std::uint64_t(action_size)});
     } else {
-      sample_policy(env_.observations().cview(), n, detail::derive_key(config_.seed, detail::ac_key_actions), draw, actions_.view());
+      const std::size_t per = n / config_.env_shards, o = std::size_t(observation_size), d = std::size_t(action_size);
+      for (std::size_t s = 0; s < config_.env_shards; ++s)  // a rank's rows in one call, as a rank's are
+        sample_policy(env_.observations().cview().subview(s * per * o, per * o), per,
+                      detail::derive_key(config_.seed, detail::ac_key_actions), draw,
+                      actions_.view().subview(s * per * d, per * d), first_env() + s * per);
     }
     // Step the envs with the actions mapped to their bounds; store (s_t, a_t, r, s', terminated, truncated).
     detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(), env_actions_.view(), obs_before_.view(),
                                 &stats_.data()->step);
-    global_step_ += n;
+    global_step_ += std::uint64_t(n) * std::uint64_t(comm_->size());
     actor_updated_ = false;
     detail::run_once(lb_, detail::ac_start_kernel{stats_.data()});
     if (global_step_ > config_.learning_starts) {
       for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
     }
-    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::sac::iterate");
+    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::sac::iterate", *comm_);
     const detail::env_step_outcome ep = detail::outcome_of(d);
     if (stats.gradient_steps > 0) stats.critic_loss = d.critic.loss;
     if (actor_updated_) {
@@ -297,6 +336,8 @@ class sac {
     stats.episode_length_sum = ep.episode_length_sum;
     stats.global_step = global_step_;
     stats.alpha = alpha();
+    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
+      detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::sac");
     if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) auto_checkpoint();
     stats.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     return stats;
@@ -349,29 +390,58 @@ class sac {
   /// infinite loss, naming the first such gradient step) once at its end. With autotune, the
   /// temperature's loss is read at each actor step (the temperature is a host value that the
   /// critic targets and the actor loss take).
+  ///
+  /// With env_shards or gradient_accumulation_steps > 1, or R > 1 ranks, the batch is sampled shard
+  /// by shard (replay_buffer::sample_sharded) and each loss's gradient is the mean of its parts'
+  /// (gradient_parts), all-reduced over the ranks before the optimiser step; the temperature's
+  /// gradient likewise.
   void update(sac_iteration_stats& stats) {
-    replay_.sample(detail::derive_key(config_.seed, detail::ac_key_batches), batch_draw_++, batch_);
+    replay_.sample_sharded(shard_seeds(), batch_draw_++, batch_);
     // ---- critics ----
-    critic_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
-    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
+    const std::uint64_t critic_draw = noise_draw_++;
+    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+      critic_loss_into(batch_, first, part_rows(), detail::derive_key(config_.seed, detail::ac_key_target_noise),
+                       critic_draw, row);
+      detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
+      critic_grads_.add({view<const T>(q1_.gradients()), view<const T>(q2_.gradients())}, s, k);
+    });
+    critic_grads_.reduce(*comm_, config_.gradient_reduction, {q1_.gradients(), q2_.gradients()}, "critic gradients");
     q1_opt_.step(q1_.parameters(), q1_.gradients());
     q2_opt_.step(q2_.parameters(), q2_.gradients());
     ++critic_updates_;
     ++stats.gradient_steps;
     // ---- actor and temperature, delayed ----
     if (critic_updates_ % config_.policy_frequency == 0) {
-      for (std::uint64_t k = 0; k < config_.policy_frequency; ++k) {
-        actor_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_actor_noise), noise_draw_++);
-        detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
+      for (std::uint64_t j = 0; j < config_.policy_frequency; ++j) {
+        const std::uint64_t actor_draw = noise_draw_++;
+        detail::host_parts temperature(config_.env_shards, config_.gradient_accumulation_steps);
+        for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+          actor_loss_into(batch_, first, part_rows(), detail::derive_key(config_.seed, detail::ac_key_actor_noise),
+                          actor_draw, row);
+          detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
+          actor_grads_.add({view<const T>(actor_.gradients())}, s, k);
+          if (config_.autotune) {
+            // loss = -log_alpha * mean(log pi + target_entropy), with this actor step's log-probs (SB3).
+            temperature.add(sac_temperature_loss(lb_, log_probs_.cview().subview(0, part_rows()),
+                                                 log_alpha_.data()[0], T(target_entropy_))
+                                .grad_log_alpha,
+                            s, k);
+          }
+        });
+        actor_grads_.reduce(*comm_, config_.gradient_reduction, {actor_.gradients()}, "actor gradients");
         actor_opt_.step(actor_.parameters(), actor_.gradients());
         actor_updated_ = true;
         if (config_.autotune) {
-          // loss = -log_alpha * mean(log pi + target_entropy), with this actor step's log-probs (SB3).
-          const sac_temperature_loss_result tl =
-              sac_temperature_loss(lb_, log_probs_.cview(), log_alpha_.data()[0], T(target_entropy_));
-          log_alpha_grad_.data()[0] = T(tl.grad_log_alpha);
+          double g = temperature.sum();
+          const std::size_t parts = actor_grads_.parts();
+          if (comm_->size() > 1)
+            all_reduce(*comm_, serial_backend{}, view<double>(&g, 1), reduce_op::sum, config_.gradient_reduction,
+                       "temperature gradient");
+          if (parts > 1) g /= double(parts);
+          const double la = double(log_alpha_.data()[0]);
+          log_alpha_grad_.data()[0] = T(g);
           alpha_opt_.step(log_alpha_.view(), log_alpha_grad_.cview());
-          stats.alpha_loss = tl.loss;
+          stats.alpha_loss = la * g;  // -log_alpha * mean(log pi + target_entropy) over the whole batch
         }
       }
     }
@@ -393,9 +463,12 @@ class sac {
   /// @param batch exactly config().batch_size transitions
   /// @param noise_seed key of the noise draws (iterate() uses a key derived from the seed)
   /// @param draw counter of the draws (a fresh one per call in iterate())
-  /// @throw std::invalid_argument if the batch has another size
+  /// @throw std::invalid_argument if the batch has another size; std::logic_error with
+  ///        env_shards or gradient_accumulation_steps > 1 (the workspaces hold one part: use update())
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    critic_loss_into(batch, noise_seed, draw);
+    check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");
+    check_one_part("rlkernels::sac::critic_loss_and_gradients");
+    critic_loss_into(batch, 0, config_.batch_size, noise_seed, draw, 0);
     return stats_.get(0).critic;  // one host read
   }
 
@@ -406,60 +479,75 @@ class sac {
   /// reparameterised (eps from rng(noise_seed, k, draw), held fixed), alpha constant; d loss / d
   /// parameters go into actor().gradients() (the critics' gradients are untouched).
   /// The log-probs of this step stay available to the temperature's loss.
-  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions;
+  ///        std::logic_error as critic_loss_and_gradients
   sac_actor_loss_result actor_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    actor_loss_into(batch, noise_seed, draw);
+    check_batch(batch, "rlkernels::sac::actor_loss_and_gradients");
+    check_one_part("rlkernels::sac::actor_loss_and_gradients");
+    actor_loss_into(batch, 0, config_.batch_size, noise_seed, draw, 0);
     return stats_.get(0).actor;  // one host read
   }
 
  private:
-  /// critic_loss_and_gradients without a host wait (the loss goes to stats_).
-  void critic_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");
-    const std::size_t b = config_.batch_size, bd = b * std::size_t(action_size);
-    sample_policy(batch.next_observations.cview(), b, noise_seed, draw, pi_actions_.view());
-    tanh_gaussian_log_prob(lb_, dist(b), action_bounds<T>{}, eps_.cview().subview(0, bd), log_probs_.view());
-    critic_input(batch.next_observations.cview(), pi_actions_.cview());
-    const view<const T> q1_next = q1_target_.forward(critic_in_.cview(), target_ws_);
-    const view<const T> q2_next = q2_target_.forward(critic_in_.cview(), target_ws2_);
-    sac_critic_targets(lb_, batch.rewards.cview(), batch.terminated.cview(), q1_next, q2_next,
-                       log_probs_.cview(), T(config_.gamma), T(alpha()), targets_.view());
-    critic_input(batch.observations.cview(), batch.actions.cview());
-    const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
-    const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    twin_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, targets_.cview(),
-                     T(config_.critic_loss_scale), grad_q1_.view(), grad_q2_.view());
-    q1_.backward(critic_in_.cview(), grad_q1_.cview(), q1_ws_);
-    q2_.backward(critic_in_.cview(), grad_q2_.cview(), q2_ws_);
+  /// critic_loss_and_gradients of the batch's rows [first, first + b) without a host wait (the
+  /// loss goes to stats_); the target actions' noise is that of rows first_row .. of the whole
+  /// (possibly distributed) batch.
+  void critic_loss_into(const batch_type& batch, std::size_t first, std::size_t b, std::uint64_t noise_seed,
+                        std::uint64_t draw, std::uint64_t first_row) {
+    const std::size_t o = std::size_t(observation_size), d = std::size_t(action_size), bd = b * d;
+    const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
+    const view<const T> next_obs = batch.next_observations.cview().subview(first * o, b * o);
+    const view<T> log_probs = log_probs_.view().subview(0, b), targets = targets_.view().subview(0, b);
+    const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
+    sample_policy(next_obs, b, noise_seed, draw, pi_actions_.view(), first_row);
+    tanh_gaussian_log_prob(lb_, dist(b), action_bounds<T>{}, eps_.cview().subview(0, bd), log_probs);
+    critic_input(next_obs, pi_actions_.cview().subview(0, bd), b);
+    const view<const T> q1_next = q1_target_.forward(in, target_ws_);
+    const view<const T> q2_next = q2_target_.forward(in, target_ws2_);
+    sac_critic_targets(lb_, batch.rewards.cview().subview(first, b), batch.terminated.cview().subview(first, b),
+                       q1_next, q2_next, view<const T>(log_probs), T(config_.gamma), T(alpha()), targets);
+    critic_input(obs, batch.actions.cview().subview(first * d, bd), b);
+    const view<const T> q1 = q1_.forward(in, q1_ws_);
+    const view<const T> q2 = q2_.forward(in, q2_ws_);
+    twin_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, view<const T>(targets),
+                     T(config_.critic_loss_scale), grad_q1_.view().subview(0, b), grad_q2_.view().subview(0, b));
+    q1_.backward(in, grad_q1_.cview().subview(0, b), q1_ws_);
+    q2_.backward(in, grad_q2_.cview().subview(0, b), q2_ws_);
   }
 
-  /// actor_loss_and_gradients without a host wait (the loss goes to stats_).
-  void actor_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    check_batch(batch, "rlkernels::sac::actor_loss_and_gradients");
-    const std::size_t b = config_.batch_size, bd = b * std::size_t(action_size);
-    const view<const T> obs = batch.observations.cview();
-    sample_policy(obs, b, noise_seed, draw, pi_actions_.view());
-    const gaussian_view<T> d = dist(b);
+  /// actor_loss_and_gradients of the batch's rows [first, first + b) without a host wait (the loss
+  /// goes to stats_), with the noise of rows first_row .. of the whole batch.
+  void actor_loss_into(const batch_type& batch, std::size_t first, std::size_t b, std::uint64_t noise_seed,
+                       std::uint64_t draw, std::uint64_t first_row) {
+    const std::size_t o = std::size_t(observation_size), d = std::size_t(action_size), bd = b * d;
+    const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
+    const view<T> log_probs = log_probs_.view().subview(0, b);
+    const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
+    sample_policy(obs, b, noise_seed, draw, pi_actions_.view(), first_row);
+    const gaussian_view<T> g = dist(b);
     const view<const T> eps = eps_.cview().subview(0, bd);
-    tanh_gaussian_log_prob(lb_, d, action_bounds<T>{}, eps, log_probs_.view());
-    critic_input(obs, pi_actions_.cview());
-    const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
-    const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    sac_actor_loss(lb_, view<sac_actor_loss_result>(&stats_.data()->actor, 1), log_probs_.cview(), q1, q2, T(alpha()),
-                   grad_log_probs_.view(), grad_q1_.view(), grad_q2_.view());
+    tanh_gaussian_log_prob(lb_, g, action_bounds<T>{}, eps, log_probs);
+    critic_input(obs, pi_actions_.cview().subview(0, bd), b);
+    const view<const T> q1 = q1_.forward(in, q1_ws_);
+    const view<const T> q2 = q2_.forward(in, q2_ws_);
+    sac_actor_loss(lb_, view<sac_actor_loss_result>(&stats_.data()->actor, 1), view<const T>(log_probs), q1, q2,
+                   T(alpha()), grad_log_probs_.view().subview(0, b), grad_q1_.view().subview(0, b),
+                   grad_q2_.view().subview(0, b));
     // d loss / d a through both critics.
-    q1_.input_gradient(critic_in_.cview(), grad_q1_.cview(), q1_ws_, grad_in1_.view());
-    q2_.input_gradient(critic_in_.cview(), grad_q2_.cview(), q2_ws_, grad_in2_.view());
+    const std::size_t bq = b * std::size_t(q_inputs);
+    q1_.input_gradient(in, grad_q1_.cview().subview(0, b), q1_ws_, grad_in1_.view().subview(0, bq));
+    q2_.input_gradient(in, grad_q2_.cview().subview(0, b), q2_ws_, grad_in2_.view().subview(0, bq));
     for_each_index(lb_, bd, detail::action_columns_kernel<T>{grad_in1_.data(), grad_in2_.data(), grad_actions_.data(),
                                                              std::size_t(observation_size), std::size_t(action_size)});
     // d loss / d (mean, log_std): the log-prob term (alpha / B per row) plus the path through a.
-    tanh_gaussian_log_prob(lb_, d, action_bounds<T>{}, eps, log_probs_.view(), grad_mean_.view(), grad_log_std_.view(),
-                           grad_log_probs_.cview());
-    tanh_gaussian_action_backward(lb_, d, action_bounds<T>{}, eps, grad_actions_.cview(), grad_mean_.view(),
-                                  grad_log_std_.view(), true);
+    const view<T> grad_mean = grad_mean_.view().subview(0, bd), grad_log_std = grad_log_std_.view().subview(0, bd);
+    tanh_gaussian_log_prob(lb_, g, action_bounds<T>{}, eps, log_probs, grad_mean, grad_log_std,
+                           grad_log_probs_.cview().subview(0, b));
+    tanh_gaussian_action_backward(lb_, g, action_bounds<T>{}, eps, grad_actions_.cview().subview(0, bd), grad_mean,
+                                  grad_log_std, true);
     for_each_index(lb_, bd, detail::merge_head_kernel<T>{grad_mean_.data(), grad_log_std_.data(), grad_head_.data(),
                                                          std::size_t(action_size)});
-    actor_.backward(obs, grad_head_.cview(), actor_ws_);
+    actor_.backward(obs, grad_head_.cview().subview(0, 2 * bd), actor_ws_);
   }
 
  public:
@@ -468,20 +556,69 @@ class sac {
   /// optimisers, temperature, envs, counters, and the replay buffer when config().checkpoint_buffers).
   template <class C>
   void bind_checkpoint(C& c) {
-    detail::bind_actor_critic_state(c, *this);
-    c.bind("log_alpha", serial_backend{}, log_alpha_.view());
-    alpha_opt_.bind_checkpoint(c, "alpha_adam/");
+    bind_shared(c);
+    detail::bind_actor_critic_local(c, *this);
   }
   /// @brief Saves the whole training state to `path` (atomically: see rlkernels::checkpoint::save).
-  void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
-  /// @brief Restores a state saved by save_checkpoint() from the same config; resuming then continues
-  /// bit-identically to the uninterrupted run on the same backend.
+  /// In a data-parallel run every rank calls it: rank 0 gathers the ranks' envs and replay buffers
+  /// and writes the file.
+  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
+  void save_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      save_distributed(path, nullptr);
+      return;
+    }
+    detail::save_trainer_checkpoint(*this, path);
+  }
+  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
+  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
+  /// run return "" and write nothing).
+  /// @throw rlkernels::error on an I/O failure (on every rank)
+  std::string save_checkpoint(const checkpoint_directory& dir) {
+    if (comm_->size() > 1) return save_distributed("", &dir);
+    checkpoint c;
+    bind_checkpoint(c);
+    return dir.save(c, global_step_);
+  }
+  /// @brief Restores a state saved by save_checkpoint() from the same config (and number of
+  /// ranks); resuming then continues bit-identically to the uninterrupted run on the same backend.
+  /// In a data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
   /// @throw checkpoint_error (nothing is changed) if the file is damaged or from another config/shape
-  void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
+  void load_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      detail::load_distributed_checkpoint(
+          *comm_, [&](checkpoint& c) { bind_shared(c); },
+          [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, "rlkernels::sac");
+      return;
+    }
+    detail::load_trainer_checkpoint(*this, path);
+  }
+  /// @brief A checksum (detail::fnv1a over the bytes) of every parameter: actor, critics, targets
+  /// and log(alpha). Data-parallel ranks compare theirs every config().parameter_check_every iterations.
+  std::uint64_t parameter_checksum() const {
+    const std::uint64_t h = detail::parameters_checksum<T>(
+        {view<const T>(actor_.parameters()), view<const T>(q1_.parameters()), view<const T>(q2_.parameters()),
+         view<const T>(q1_target_.parameters()), view<const T>(q2_target_.parameters())},
+        backend_);
+    return detail::fnv1a(log_alpha_.data(), sizeof(T), h);
+  }
 
  private:
   template <class C, class Trainer>
-  friend void detail::bind_actor_critic_state(C& c, Trainer& t);
+  friend void detail::bind_actor_critic_shared(C& c, Trainer& t);
+  template <class C, class Trainer>
+  friend void detail::bind_actor_critic_local(C& c, Trainer& t);
+  template <class C>
+  void bind_shared(C& c) {
+    detail::bind_actor_critic_shared(c, *this);
+    c.bind("log_alpha", serial_backend{}, log_alpha_.view());
+    alpha_opt_.bind_checkpoint(c, "alpha_adam/");
+  }
+  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
+    return detail::save_distributed_checkpoint(
+        *comm_, [&](checkpoint& c) { bind_shared(c); },
+        [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, dir, global_step_, "rlkernels::sac");
+  }
   static constexpr int q_inputs = observation_size + action_size;
 
   static sac_config checked(sac_config c) {
@@ -500,7 +637,31 @@ class sac {
     s.push_back(out);
     return s;
   }
-  std::size_t rows() const noexcept { return std::max(config_.num_envs, config_.batch_size); }
+  std::size_t rows() const noexcept { return std::max(config_.num_envs, part_rows()); }
+  /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
+  std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }
+  /// This rank's first env in the whole population (0 in one process).
+  std::uint64_t first_env() const noexcept { return std::uint64_t(comm_->rank()) * config_.num_envs; }
+  /// This process's shards' batch sampling keys (detail::shard_seeds).
+  std::vector<std::uint64_t> shard_seeds() const {
+    return detail::shard_seeds(detail::derive_key(config_.seed, detail::ac_key_batches), config_.env_shards, *comm_);
+  }
+  template <class Fn>
+  void for_each_part(Fn&& fn) const {
+    detail::for_each_batch_part(config_, config_.batch_size, *comm_, fn);
+  }
+  void check_one_part(const char* who) const {
+    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error, who,
+                ": computes a whole batch in one part; with env_shards or gradient_accumulation_steps > 1, or "
+                "several ranks, the workspaces hold one part (update() adds the parts)");
+  }
+  /// The ranks check that they run the same config, then take rank 0's parameters.
+  void join_ranks() {
+    detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::sac");
+    broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
+    broadcast(*comm_, backend_, q1_.parameters(), 0, "critic 1 parameters");
+    broadcast(*comm_, backend_, q2_.parameters(), 0, "critic 2 parameters");
+  }
 
   gaussian_view<T> dist(std::size_t b) const {
     const std::size_t bd = b * std::size_t(action_size);
@@ -514,13 +675,15 @@ class sac {
                    detail::split_head_kernel<T>{out.data(), mean_.data(), log_std_.data(), std::size_t(action_size)});
   }
   /// a = tanh(mean + std * eps) in [-1, 1], with eps kept in eps_ for the log-probs and gradients.
-  void sample_policy(view<const T> observations, std::size_t b, std::uint64_t seed, std::uint64_t draw, view<T> out) {
+  void sample_policy(view<const T> observations, std::size_t b, std::uint64_t seed, std::uint64_t draw, view<T> out,
+                     std::uint64_t first_row = 0) {
     head(observations, b);
     const std::size_t bd = b * std::size_t(action_size);
-    tanh_gaussian_sample(lb_, dist(b), action_bounds<T>{}, seed, draw, out.subview(0, bd), eps_.view().subview(0, bd));
+    tanh_gaussian_sample(lb_, dist(b), action_bounds<T>{}, seed, draw, out.subview(0, bd), eps_.view().subview(0, bd),
+                         first_row);
   }
-  void critic_input(view<const T> observations, view<const T> actions) {
-    for_each_index(lb_, config_.batch_size * std::size_t(q_inputs),
+  void critic_input(view<const T> observations, view<const T> actions, std::size_t b) {
+    for_each_index(lb_, b * std::size_t(q_inputs),
                    detail::concat_kernel<T>{observations.data(), actions.data(), critic_in_.data(),
                                             std::size_t(observation_size), std::size_t(action_size)});
   }
@@ -531,6 +694,12 @@ class sac {
   }
 
   void auto_checkpoint() {
+    if (comm_->size() > 1) {
+      std::optional<checkpoint_directory> dir;
+      if (comm_->rank() == 0) dir.emplace(config_.checkpoint_dir, "sac", config_.checkpoint_keep);
+      save_distributed("", dir ? &*dir : nullptr);
+      return;
+    }
     detail::auto_checkpoint(*this, config_.checkpoint_dir, "sac", config_.checkpoint_keep, global_step_);
   }
 
@@ -538,6 +707,7 @@ class sac {
   Backend lb_;
   sac_config config_;
   typename Env::Params env_params_;
+  communicator* comm_;
   env_type env_;
   replay_buffer<T, T, Backend> replay_;
   batch_type batch_;
@@ -546,6 +716,7 @@ class sac {
   buffer<T, serial_backend> log_alpha_, log_alpha_grad_;
   adam<T, serial_backend> alpha_opt_;
   mlp_workspace<T, Backend> actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
+  detail::gradient_parts<T, Backend> critic_grads_, actor_grads_;  // a batch's parts summed (more than one part)
   buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
   bool actor_updated_ = false;  // an actor step ran in this iteration
   buffer<T, Backend> obs_before_, actions_, env_actions_, mean_, log_std_, eps_, pi_actions_, log_probs_, critic_in_,

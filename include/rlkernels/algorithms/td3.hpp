@@ -17,12 +17,14 @@
 #include "../nn/optim.hpp"
 #include "actor_critic.hpp"
 #include "checkpointing.hpp"
+#include "data_parallel.hpp"
 #include "common.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,8 +35,11 @@ namespace rlkernels {
 
 /// @brief TD3's hyperparameters. The defaults are CleanRL's td3_continuous_action.py (noise
 /// scales are fractions of the action range's half-width, as CleanRL's `* action_scale`); see
-/// td3_preset() for tuned per-env settings.
-struct td3_config {
+/// td3_preset() for tuned per-env settings. In a data-parallel run (docs/distributed.md) num_envs,
+/// buffer_size and batch_size are each rank's, total_timesteps and learning_starts count the env
+/// steps of all ranks together; the data-parallel and gradient accumulation settings come from
+/// data_parallel_settings.
+struct td3_config : data_parallel_settings {
   // ---- data ----
   std::size_t num_envs = 1;                 ///< parallel envs N (one iteration = one step of each)
   std::uint64_t total_timesteps = 1000000;  ///< env steps to train for (all envs)
@@ -93,7 +98,7 @@ struct td3_config {
         .add("hidden_sizes", hidden_sizes)
         .add("hidden_activation", activation_name(hidden_activation))
         .add("seed", seed)
-        .str();
+        .str() + parallel_lines();
   }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
@@ -145,11 +150,17 @@ class td3 {
   static constexpr int observation_size = env_type::observation_size;  ///< O
   static constexpr int action_size = env_type::action_width;           ///< D
 
-  /// @brief Builds envs, networks, optimisers and the replay buffer.
-  /// @throw std::invalid_argument on a bad config (see td3_config::validate); out_of_memory
-  td3(Backend backend, td3_config config, typename Env::Params env_params = {})
+  /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
+  /// ranks (every rank constructs its agent with the same config), this rank's envs are
+  /// rank * num_envs .. and the parameters are rank 0's.
+  /// @param comm the job's ranks (default: this process alone); it must outlive the agent
+  /// @throw std::invalid_argument on a bad config (see td3_config::validate), or if the ranks'
+  ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error
+  td3(Backend backend, td3_config config, typename Env::Params env_params = {},
+      communicator& comm = default_communicator())
       : backend_(backend), lb_(detail::light_backend(backend)), config_(checked(std::move(config))),
-        env_params_(env_params), env_(backend, config_.num_envs, config_.seed, env_params),
+        env_params_(env_params), comm_(&comm),
+        env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         replay_(backend, config_.buffer_steps(), config_.num_envs, observation_size, action_size),
         batch_(backend, config_.batch_size, observation_size, action_size),
         actor_(backend, sizes(observation_size, action_size), config_.hidden_activation, activation::tanh),
@@ -161,20 +172,24 @@ class td3 {
         actor_opt_(backend, actor_.num_parameters(), adam_with(config_.policy_lr)),
         q1_opt_(backend, q1_.num_parameters(), adam_with(config_.q_lr)),
         q2_opt_(backend, q2_.num_parameters(), adam_with(config_.q_lr)), actor_ws_(actor_, rows()),
-        target_actor_ws_(actor_target_, config_.batch_size), q1_ws_(q1_, config_.batch_size),
-        q2_ws_(q2_, config_.batch_size), target_ws_(q1_target_, config_.batch_size), target_ws2_(q2_target_, config_.batch_size),
+        target_actor_ws_(actor_target_, part_rows()), q1_ws_(q1_, part_rows()),
+        q2_ws_(q2_, part_rows()), target_ws_(q1_target_, part_rows()), target_ws2_(q2_target_, part_rows()),
+        critic_grads_(backend, q1_.num_parameters() + q2_.num_parameters(), config_.env_shards,
+                      config_.gradient_accumulation_steps, comm),
+        actor_grads_(backend, actor_.num_parameters(), config_.env_shards, config_.gradient_accumulation_steps, comm),
         obs_before_(backend, config_.num_envs * std::size_t(observation_size)),
         actions_(backend, config_.num_envs * std::size_t(action_size)),
         env_actions_(backend, rows() * std::size_t(action_size)),
-        next_actions_(backend, config_.batch_size * std::size_t(action_size)),
-        critic_in_(backend, config_.batch_size * std::size_t(q_inputs)),
-        targets_(backend, config_.batch_size), grad_q1_(backend, config_.batch_size), grad_q2_(backend, config_.batch_size),
-        grad_in_(backend, config_.batch_size * std::size_t(q_inputs)),
-        grad_actions_(backend, config_.batch_size * std::size_t(action_size)) {
+        next_actions_(backend, part_rows() * std::size_t(action_size)),
+        critic_in_(backend, part_rows() * std::size_t(q_inputs)),
+        targets_(backend, part_rows()), grad_q1_(backend, part_rows()), grad_q2_(backend, part_rows()),
+        grad_in_(backend, part_rows() * std::size_t(q_inputs)),
+        grad_actions_(backend, part_rows() * std::size_t(action_size)) {
     const layer_init torch{weight_init::pytorch_default, 1.0, 0.0};
     actor_.initialize(detail::derive_key(config_.seed, detail::ac_key_actor_init), torch, torch);
     q1_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic1_init), torch, torch);
     q2_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic2_init), torch, torch);
+    if (comm_->size() > 1) join_ranks();
     actor_target_.copy_parameters_from(actor_);
     q1_target_.copy_parameters_from(q1_);
     q2_target_.copy_parameters_from(q2_);
@@ -191,7 +206,16 @@ class td3 {
   /// Critic gradient steps done so far.
   std::uint64_t gradient_steps() const noexcept { return critic_updates_; }
   /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return iteration_ >= config_.num_iterations(); }
+  bool done() const noexcept { return iteration_ >= num_iterations(); }
+  /// Iterations to cover total_timesteps: each takes num_envs steps on every rank.
+  std::uint64_t num_iterations() const noexcept {
+    const std::uint64_t per = std::uint64_t(config_.num_envs) * std::uint64_t(comm_->size());
+    return (config_.total_timesteps + per - 1) / per;
+  }
+  /// Transitions of one gradient step over all ranks: batch_size * ranks.
+  std::size_t global_batch_size() const noexcept { return config_.batch_size * std::size_t(comm_->size()); }
+  /// The job's ranks.
+  communicator& comm() const noexcept { return *comm_; }
   /// The deterministic policy mu(s) in [-1, 1]^D.
   mlp<T, Backend>& actor() noexcept { return actor_; }
   /// The actor's Polyak-averaged target.
@@ -223,36 +247,41 @@ class td3 {
     stats.iteration = ++iteration_;
     const std::size_t n = config_.num_envs, nd = n * std::size_t(action_size);
     const std::uint64_t draw = action_draw_++;
+    const std::uint64_t d = std::uint64_t(action_size);
     if (global_step_ < config_.learning_starts) {
-      for_each_index(lb_, nd, detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions), draw, actions_.data()});
-    } else {
-      const view<const T> mu = actor_.forward(env_.observations().cview(), actor_ws_);
       for_each_index(lb_, nd,
-                     detail::gaussian_exploration_kernel<T>{mu.data(), actions_.data(), T(config_.exploration_noise),
-                                                            detail::derive_key(config_.seed, detail::ac_key_actions), draw});
+                     detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions),
+                                                      draw, actions_.data(), first_env() * d});
+    } else {
+      const std::size_t per = n / config_.env_shards, o = std::size_t(observation_size);
+      for (std::size_t s = 0; s < config_.env_shards; ++s) {  // a rank's rows in one call, as a rank's are
+        const view<const T> mu = actor_.forward(env_.observations().cview().subview(s * per * o, per * o), actor_ws_);
+        for_each_index(lb_, per * d,
+                       detail::gaussian_exploration_kernel<T>{mu.data(), actions_.data() + s * per * d,
+                                                              T(config_.exploration_noise),
+                                                              detail::derive_key(config_.seed, detail::ac_key_actions),
+                                                              draw, (first_env() + s * per) * d});
+      }
     }
     detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(), env_actions_.view(), obs_before_.view(),
                                 &stats_.data()->step);
-    global_step_ += n;
+    global_step_ += std::uint64_t(n) * std::uint64_t(comm_->size());
     actor_updated_ = false;
     detail::run_once(lb_, detail::ac_start_kernel{stats_.data()});
     if (global_step_ > config_.learning_starts) {
       for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
     }
-    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::td3::iterate");
-    const detail::env_step_outcome ep = detail::outcome_of(d);
-    if (stats.gradient_steps > 0) stats.critic_loss = d.critic.loss;
-    if (actor_updated_) {
-      stats.actor_loss = d.actor.loss;
-      
-    }
+    const detail::actor_critic_device_stats r = detail::read_iteration(env_, stats_, "rlkernels::td3::iterate", *comm_);
+    const detail::env_step_outcome ep = detail::outcome_of(r);
+    if (stats.gradient_steps > 0) stats.critic_loss = r.critic.loss;
+    if (actor_updated_) stats.actor_loss = r.actor.loss;
     stats.episodes = ep.episodes;
     stats.episode_return_sum = ep.episode_return_sum;
     stats.episode_length_sum = ep.episode_length_sum;
     stats.global_step = global_step_;
-    if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) {
-      detail::auto_checkpoint(*this, config_.checkpoint_dir, "td3", config_.checkpoint_keep, global_step_);
-    }
+    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
+      detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::td3");
+    if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) auto_checkpoint();
     stats.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     return stats;
   }
@@ -301,17 +330,33 @@ class td3 {
   /// critic step also the actor (actor_loss_and_gradients) and the Polyak update of all three targets.
   /// Nothing is read back: the losses stay in backend memory, and iterate() reads them (and
   /// reports a NaN or infinite loss, naming the first such gradient step) once at its end.
+  ///
+  /// With env_shards or gradient_accumulation_steps > 1, or R > 1 ranks, the batch is sampled shard
+  /// by shard (replay_buffer::sample_sharded) and each loss's gradient is the mean of its parts'
+  /// (gradient_parts), all-reduced over the ranks before the optimiser step.
   void update(td3_iteration_stats& stats) {
-    replay_.sample(detail::derive_key(config_.seed, detail::ac_key_batches), batch_draw_++, batch_);
-    critic_loss_into(batch_, detail::derive_key(config_.seed, detail::ac_key_target_noise), noise_draw_++);
-    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
+    replay_.sample_sharded(detail::shard_seeds(detail::derive_key(config_.seed, detail::ac_key_batches),
+                                               config_.env_shards, *comm_),
+                           batch_draw_++, batch_);
+    const std::uint64_t draw = noise_draw_++;
+    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+      critic_loss_into(batch_, first, part_rows(), detail::derive_key(config_.seed, detail::ac_key_target_noise), draw,
+                       row);
+      detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
+      critic_grads_.add({view<const T>(q1_.gradients()), view<const T>(q2_.gradients())}, s, k);
+    });
+    critic_grads_.reduce(*comm_, config_.gradient_reduction, {q1_.gradients(), q2_.gradients()}, "critic gradients");
     q1_opt_.step(q1_.parameters(), q1_.gradients());
     q2_opt_.step(q2_.parameters(), q2_.gradients());
     ++critic_updates_;
     ++stats.gradient_steps;
     if (!td3_should_update_actor(critic_updates_, config_.policy_frequency)) return;
-    actor_loss_into(batch_);
-    detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
+    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t) {
+      actor_loss_into(batch_, first, part_rows());
+      detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
+      actor_grads_.add({view<const T>(actor_.gradients())}, s, k);
+    });
+    actor_grads_.reduce(*comm_, config_.gradient_reduction, {actor_.gradients()}, "actor gradients");
     actor_opt_.step(actor_.parameters(), actor_.gradients());
     actor_updated_ = true;
     polyak_update(lb_, view<const T>(actor_.parameters()), actor_target_.parameters(), T(config_.tau));
@@ -327,54 +372,68 @@ class td3 {
   ///
   /// with the smoothing noise from td3_smoothed_target_actions(noise_seed, draw) and y constant;
   /// d loss / d parameters go into critic1().gradients() and critic2().gradients().
-  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions;
+  ///        std::logic_error with env_shards or gradient_accumulation_steps > 1, or several ranks
+  ///        (the workspaces hold one part: update() adds the parts)
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    critic_loss_into(batch, noise_seed, draw);
+    check_batch(batch, "rlkernels::td3::critic_loss_and_gradients");
+    check_one_part("rlkernels::td3::critic_loss_and_gradients");
+    critic_loss_into(batch, 0, config_.batch_size, noise_seed, draw, 0);
     return stats_.get(0).critic;  // one host read
   }
 
   /// @brief The actor's loss -mean Q1(s, mu(s)) on the batch's observations and its gradient
   /// (into actor().gradients(); the critics' gradients are untouched), without an optimiser step.
-  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions
+  /// @throw std::invalid_argument if the batch does not have config().batch_size transitions;
+  ///        std::logic_error as critic_loss_and_gradients
   double actor_loss_and_gradients(const batch_type& batch) {
-    actor_loss_into(batch);
+    check_batch(batch, "rlkernels::td3::actor_loss_and_gradients");
+    check_one_part("rlkernels::td3::actor_loss_and_gradients");
+    actor_loss_into(batch, 0, config_.batch_size);
     return stats_.get(0).actor.loss;  // one host read
   }
 
  private:
-  /// critic_loss_and_gradients without a host wait (the loss goes to stats_).
-  void critic_loss_into(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    check_batch(batch, "rlkernels::td3::critic_loss_and_gradients");
-    const view<const T> mu_next = actor_target_.forward(batch.next_observations.cview(), target_actor_ws_);
+  /// critic_loss_and_gradients of the batch's rows [first, first + b) without a host wait (the
+  /// loss goes to stats_); the smoothing noise is that of rows first_row .. of the whole batch.
+  void critic_loss_into(const batch_type& batch, std::size_t first, std::size_t b, std::uint64_t noise_seed,
+                        std::uint64_t draw, std::uint64_t first_row) {
+    const std::size_t o = std::size_t(observation_size), d = std::size_t(action_size), bd = b * d;
+    const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
+    const view<const T> next_obs = batch.next_observations.cview().subview(first * o, b * o);
+    const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
+    const view<T> next_actions = next_actions_.view().subview(0, bd), targets = targets_.view().subview(0, b);
+    const view<const T> mu_next = actor_target_.forward(next_obs, target_actor_ws_);
     td3_smoothed_target_actions(lb_, mu_next, noise_seed, draw, T(config_.policy_noise), T(config_.noise_clip), T(-1),
-                                T(1), next_actions_.view());
-    critic_input(batch.next_observations.cview(), next_actions_.cview());
-    const view<const T> q1_next = q1_target_.forward(critic_in_.cview(), target_ws_);
-    const view<const T> q2_next = q2_target_.forward(critic_in_.cview(), target_ws2_);
-    td3_critic_targets(lb_, batch.rewards.cview(), batch.terminated.cview(), q1_next, q2_next,
-                       T(config_.gamma), targets_.view());
-    critic_input(batch.observations.cview(), batch.actions.cview());
-    const view<const T> q1 = q1_.forward(critic_in_.cview(), q1_ws_);
-    const view<const T> q2 = q2_.forward(critic_in_.cview(), q2_ws_);
-    td3_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, targets_.cview(),
-                    grad_q1_.view(), grad_q2_.view(), T(config_.critic_loss_scale));
-    q1_.backward(critic_in_.cview(), grad_q1_.cview(), q1_ws_);
-    q2_.backward(critic_in_.cview(), grad_q2_.cview(), q2_ws_);
+                                T(1), next_actions, first_row * d);
+    critic_input(next_obs, view<const T>(next_actions), b);
+    const view<const T> q1_next = q1_target_.forward(in, target_ws_);
+    const view<const T> q2_next = q2_target_.forward(in, target_ws2_);
+    td3_critic_targets(lb_, batch.rewards.cview().subview(first, b), batch.terminated.cview().subview(first, b),
+                       q1_next, q2_next, T(config_.gamma), targets);
+    critic_input(obs, batch.actions.cview().subview(first * d, bd), b);
+    const view<const T> q1 = q1_.forward(in, q1_ws_);
+    const view<const T> q2 = q2_.forward(in, q2_ws_);
+    td3_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, view<const T>(targets),
+                    grad_q1_.view().subview(0, b), grad_q2_.view().subview(0, b), T(config_.critic_loss_scale));
+    q1_.backward(in, grad_q1_.cview().subview(0, b), q1_ws_);
+    q2_.backward(in, grad_q2_.cview().subview(0, b), q2_ws_);
   }
 
-  /// actor_loss_and_gradients without a host wait (the loss goes to stats_).
-  void actor_loss_into(const batch_type& batch) {
-    check_batch(batch, "rlkernels::td3::actor_loss_and_gradients");
-    const std::size_t bd = config_.batch_size * std::size_t(action_size);
-    const view<const T> obs = batch.observations.cview();
+  /// actor_loss_and_gradients of the batch's rows [first, first + b) without a host wait (the loss
+  /// goes to stats_).
+  void actor_loss_into(const batch_type& batch, std::size_t first, std::size_t b) {
+    const std::size_t o = std::size_t(observation_size), bd = b * std::size_t(action_size);
+    const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
+    const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
     const view<const T> mu = actor_.forward(obs, actor_ws_);
-    critic_input(obs, mu);
-    const view<const T> q1_pi = q1_.forward(critic_in_.cview(), q1_ws_);
-    td3_actor_loss(lb_, view<double>(&stats_.data()->actor.loss, 1), q1_pi, grad_q1_.view());
-    q1_.input_gradient(critic_in_.cview(), grad_q1_.cview(), q1_ws_, grad_in_.view());
+    critic_input(obs, mu, b);
+    const view<const T> q1_pi = q1_.forward(in, q1_ws_);
+    td3_actor_loss(lb_, view<double>(&stats_.data()->actor.loss, 1), q1_pi, grad_q1_.view().subview(0, b));
+    q1_.input_gradient(in, grad_q1_.cview().subview(0, b), q1_ws_, grad_in_.view().subview(0, b * std::size_t(q_inputs)));
     for_each_index(lb_, bd, detail::action_columns_kernel<T>{grad_in_.data(), nullptr, grad_actions_.data(),
                                                              std::size_t(observation_size), std::size_t(action_size)});
-    actor_.backward(obs, grad_actions_.cview(), actor_ws_);
+    actor_.backward(obs, grad_actions_.cview().subview(0, bd), actor_ws_);
   }
 
  public:
@@ -382,19 +441,98 @@ class td3 {
   /// optimisers, envs, counters, and the replay buffer when config().checkpoint_buffers).
   template <class C>
   void bind_checkpoint(C& c) {
-    detail::bind_actor_critic_state(c, *this);
-    c.bind("actor_target/parameters", backend_, actor_target_.parameters());
+    bind_shared(c);
+    detail::bind_actor_critic_local(c, *this);
   }
   /// @brief Saves the whole training state to `path` (atomically: see rlkernels::checkpoint::save).
-  void save_checkpoint(const std::string& path) { detail::save_trainer_checkpoint(*this, path); }
-  /// @brief Restores a state saved by save_checkpoint() from the same config; resuming then continues
-  /// bit-identically to the uninterrupted run on the same backend.
+  /// In a data-parallel run every rank calls it: rank 0 gathers the ranks' envs and replay buffers
+  /// and writes the file.
+  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
+  void save_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      save_distributed(path, nullptr);
+      return;
+    }
+    detail::save_trainer_checkpoint(*this, path);
+  }
+  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
+  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
+  /// run return "" and write nothing).
+  /// @throw rlkernels::error on an I/O failure (on every rank)
+  std::string save_checkpoint(const checkpoint_directory& dir) {
+    if (comm_->size() > 1) return save_distributed("", &dir);
+    checkpoint c;
+    bind_checkpoint(c);
+    return dir.save(c, global_step_);
+  }
+  /// @brief Restores a state saved by save_checkpoint() from the same config (and number of
+  /// ranks); resuming then continues bit-identically to the uninterrupted run on the same backend.
+  /// In a data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
   /// @throw checkpoint_error (nothing is changed) if the file is damaged or from another config/shape
-  void load_checkpoint(const std::string& path) { detail::load_trainer_checkpoint(*this, path); }
+  void load_checkpoint(const std::string& path) {
+    if (comm_->size() > 1) {
+      detail::load_distributed_checkpoint(
+          *comm_, [&](checkpoint& c) { bind_shared(c); },
+          [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, "rlkernels::td3");
+      return;
+    }
+    detail::load_trainer_checkpoint(*this, path);
+  }
+  /// @brief A checksum (detail::fnv1a over the bytes) of every parameter: actor, critics and their
+  /// targets. Data-parallel ranks compare theirs every config().parameter_check_every iterations.
+  std::uint64_t parameter_checksum() const {
+    return detail::parameters_checksum<T>(
+        {view<const T>(actor_.parameters()), view<const T>(q1_.parameters()), view<const T>(q2_.parameters()),
+         view<const T>(actor_target_.parameters()), view<const T>(q1_target_.parameters()),
+         view<const T>(q2_target_.parameters())},
+        backend_);
+  }
 
  private:
   template <class C, class Trainer>
-  friend void detail::bind_actor_critic_state(C& c, Trainer& t);
+  friend void detail::bind_actor_critic_shared(C& c, Trainer& t);
+  template <class C, class Trainer>
+  friend void detail::bind_actor_critic_local(C& c, Trainer& t);
+  template <class C>
+  void bind_shared(C& c) {
+    detail::bind_actor_critic_shared(c, *this);
+    c.bind("actor_target/parameters", backend_, actor_target_.parameters());
+  }
+  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
+    return detail::save_distributed_checkpoint(
+        *comm_, [&](checkpoint& c) { bind_shared(c); },
+        [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, dir, global_step_, "rlkernels::td3");
+  }
+  void auto_checkpoint() {
+    if (comm_->size() > 1) {
+      std::optional<checkpoint_directory> dir;
+      if (comm_->rank() == 0) dir.emplace(config_.checkpoint_dir, "td3", config_.checkpoint_keep);
+      save_distributed("", dir ? &*dir : nullptr);
+      return;
+    }
+    detail::auto_checkpoint(*this, config_.checkpoint_dir, "td3", config_.checkpoint_keep, global_step_);
+  }
+  /// The ranks check that they run the same config, then take rank 0's parameters (the targets
+  /// start as copies of them).
+  void join_ranks() {
+    detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::td3");
+    broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
+    broadcast(*comm_, backend_, q1_.parameters(), 0, "critic 1 parameters");
+    broadcast(*comm_, backend_, q2_.parameters(), 0, "critic 2 parameters");
+  }
+  /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
+  std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }
+  /// This rank's first env in the whole population (0 in one process).
+  std::uint64_t first_env() const noexcept { return std::uint64_t(comm_->rank()) * config_.num_envs; }
+  template <class Fn>
+  void for_each_part(Fn&& fn) const {
+    detail::for_each_batch_part(config_, config_.batch_size, *comm_, fn);
+  }
+  void check_one_part(const char* who) const {
+    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error, who,
+                ": computes a whole batch in one part; with env_shards or gradient_accumulation_steps > 1, or "
+                "several ranks, the workspaces hold one part (update() adds the parts)");
+  }
   static constexpr int q_inputs = observation_size + action_size;
 
   static td3_config checked(td3_config c) {
@@ -413,13 +551,13 @@ class td3 {
     s.push_back(out);
     return s;
   }
-  std::size_t rows() const noexcept { return std::max(config_.num_envs, config_.batch_size); }
+  std::size_t rows() const noexcept { return std::max(config_.num_envs, part_rows()); }
   void check_batch(const batch_type& batch, const char* who) const {
     RLK_EXPECTS(batch.size() == config_.batch_size, std::invalid_argument, who, ": the batch has ", batch.size(),
                 " transitions, the config's batch_size is ", config_.batch_size);
   }
-  void critic_input(view<const T> observations, view<const T> actions) {
-    for_each_index(lb_, config_.batch_size * std::size_t(q_inputs),
+  void critic_input(view<const T> observations, view<const T> actions, std::size_t b) {
+    for_each_index(lb_, b * std::size_t(q_inputs),
                    detail::concat_kernel<T>{observations.data(), actions.data(), critic_in_.data(),
                                             std::size_t(observation_size), std::size_t(action_size)});
   }
@@ -428,12 +566,14 @@ class td3 {
   Backend lb_;
   td3_config config_;
   typename Env::Params env_params_;
+  communicator* comm_;
   env_type env_;
   replay_buffer<T, T, Backend> replay_;
   batch_type batch_;
   mlp<T, Backend> actor_, actor_target_, q1_, q2_, q1_target_, q2_target_;
   adam<T, Backend> actor_opt_, q1_opt_, q2_opt_;
   mlp_workspace<T, Backend> actor_ws_, target_actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
+  detail::gradient_parts<T, Backend> critic_grads_, actor_grads_;  // a batch's parts summed (more than one part)
   buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
   bool actor_updated_ = false;  // an actor step ran in this iteration
   buffer<T, Backend> obs_before_, actions_, env_actions_, next_actions_, critic_in_, targets_, grad_q1_,
