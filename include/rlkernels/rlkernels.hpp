@@ -6,7 +6,7 @@
 #pragma once
 
 #include "algorithms/actor_critic.hpp"
-#include "algorithms/checkpointing.hpp"
+#include "algorithms/data_parallel.hpp"
 #include "algorithms/common.hpp"
 #include "algorithms/dqn.hpp"
 #include "algorithms/policy_file.hpp"

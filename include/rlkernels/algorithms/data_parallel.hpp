@@ -355,5 +355,63 @@ void load_distributed_checkpoint(communicator& comm, BindShared&& bind_shared, B
                          path + " (rank " + std::to_string(comm.rank()) + ")");
 }
 
+/// A trainer's checkpoint in two halves, the state every rank holds alike (`shared`) and each
+/// rank's own (`local`: its envs, its replay buffer), saved and loaded as one process's file or
+/// as a data-parallel one (save_distributed_checkpoint). The trainers' save_checkpoint and
+/// load_checkpoint are these calls.
+template <class Shared, class Local>
+class trainer_state {
+ public:
+  trainer_state(communicator& comm, Shared shared, Local local, const char* who)
+      : comm_(comm), shared_(shared), local_(local), who_(who) {}
+  /// Writes `path` atomically (rank 0 of a data-parallel run; every rank calls it).
+  void save(const std::string& path, std::uint64_t step) {
+    if (comm_.size() > 1) {
+      save_distributed_checkpoint(comm_, shared_, local_, path, nullptr, step, who_);
+      return;
+    }
+    checkpoint c;
+    bind(c);
+    c.save(path);
+  }
+  /// Writes the checkpoint of `step` in `dir`; returns its path (rank 0) or "".
+  std::string save(const checkpoint_directory& dir, std::uint64_t step) { return save_to(&dir, step); }
+  /// save(dir, step) where only rank 0 of a data-parallel run need have the directory (null elsewhere).
+  std::string save_to(const checkpoint_directory* dir, std::uint64_t step) {
+    if (comm_.size() > 1) return save_distributed_checkpoint(comm_, shared_, local_, "", dir, step, who_);
+    checkpoint c;
+    bind(c);
+    return dir->save(c, step);
+  }
+  /// The automatic checkpoint of `step` in the directory `dir` (created on rank 0 only).
+  void save_automatic(const std::string& dir, const char* prefix, std::size_t keep, std::uint64_t step) {
+    if (comm_.rank() != 0) {
+      save_to(nullptr, step);
+      return;
+    }
+    save(checkpoint_directory(dir, prefix, keep), step);
+  }
+  /// Loads `path` (rank 0 reads it and sends it to the others in a data-parallel run).
+  void load(const std::string& path) {
+    if (comm_.size() > 1) {
+      load_distributed_checkpoint(comm_, shared_, local_, path, who_);
+      return;
+    }
+    checkpoint c;
+    bind(c);
+    c.load(path);
+  }
+
+ private:
+  void bind(checkpoint& c) {
+    shared_(c);
+    local_(c);
+  }
+  communicator& comm_;
+  Shared shared_;
+  Local local_;
+  const char* who_;
+};
+
 }  // namespace detail
 }  // namespace rlkernels

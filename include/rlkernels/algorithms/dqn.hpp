@@ -8,7 +8,6 @@
 
 #include "../buffers/prioritized_replay.hpp"
 #include "../buffers/replay_buffer.hpp"
-#include "checkpointing.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
 #include "../core/backend.hpp"
@@ -538,13 +537,7 @@ class dqn {
     if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
       detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::dqn");
     if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
-      if (comm_->size() > 1) {
-        std::optional<checkpoint_directory> dir;
-        if (comm_->rank() == 0) dir.emplace(config_.checkpoint_dir, "dqn", config_.checkpoint_keep);
-        save_distributed("", dir ? &*dir : nullptr);
-      } else {
-        detail::auto_checkpoint(*this, config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
-      }
+      state().save_automatic(config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
     }
     return stats;
   }
@@ -621,38 +614,19 @@ class dqn {
   /// the old file or the new one). In a data-parallel run every rank calls it: rank 0 gathers the
   /// ranks' envs and replay buffers and writes the file.
   /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      save_distributed(path, nullptr);
-      return;
-    }
-    detail::save_trainer_checkpoint(*this, path);
-  }
+  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
   /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
   /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
   /// run return "" and write nothing).
   /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) {
-    if (comm_->size() > 1) return save_distributed("", &dir);
-    checkpoint c;
-    bind_checkpoint(c);
-    return dir.save(c, global_step_);
-  }
+  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
 
   /// @brief Restores the training state from a checkpoint written by a run with the same
   /// hyperparameters (and checkpoint_buffers setting, and number of ranks); training then
   /// continues exactly as the saved run would have (on the same backend). All or nothing. In a
   /// data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
   /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
-  void load_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      detail::load_distributed_checkpoint(
-          *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path,
-          "rlkernels::dqn");
-      return;
-    }
-    detail::load_trainer_checkpoint(*this, path);
-  }
+  void load_checkpoint(const std::string& path) { state().load(path); }
 
  private:
   /// What every rank holds alike: the config, the networks, Adam and the counters.
@@ -678,10 +652,10 @@ class dqn {
       }
     }
   }
-  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
-    return detail::save_distributed_checkpoint(
-        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path, dir,
-        global_step_, "rlkernels::dqn");
+  /// The checkpoint's two halves (detail::trainer_state).
+  auto state() {
+    return detail::trainer_state(
+        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { bind_local(c); }, "rlkernels::dqn");
   }
   /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
   std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }

@@ -550,15 +550,8 @@ class ppo {
     stats.update_seconds = timer_.seconds(1, 2);
     if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
       check_parameters_agree();
-    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
-      if (comm_->size() > 1) {
-        save_distributed("", comm_->rank() == 0 ? &*checkpoints_ : nullptr);
-      } else {
-        checkpoint c;
-        bind_checkpoint(c);
-        checkpoints_->save(c, global_step_);
-      }
-    }
+    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0)
+      state().save_to(checkpoints_ ? &*checkpoints_ : nullptr, global_step_);  // rank 0 has the directory
     return stats;
   }
 
@@ -585,26 +578,13 @@ class ppo {
   /// @brief Writes the training state to `path` atomically (see checkpoint::save). In a
   /// data-parallel run every rank calls it: rank 0 gathers the ranks' envs and writes the file.
   /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      save_distributed(path, nullptr);
-      return;
-    }
-    checkpoint c;
-    bind_checkpoint(c);
-    c.save(path);
-  }
+  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
 
   /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
   /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
   /// run return "" and write nothing).
   /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) {
-    if (comm_->size() > 1) return save_distributed("", &dir);
-    checkpoint c;
-    bind_checkpoint(c);
-    return dir.save(c, global_step_);
-  }
+  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
 
   /// @brief Restores the training state saved by save_checkpoint() (or automatically) into this
   /// agent, which must have been built with the same config (checkpoint fields aside), env
@@ -613,15 +593,7 @@ class ppo {
   /// sends it to the others (no shared file system needed).
   /// @throw checkpoint_error if the file is refused (another config, corrupt, ...); nothing
   ///        changes then
-  void load_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      load_distributed(path);
-      return;
-    }
-    checkpoint c;
-    bind_checkpoint(c);
-    c.load(path);
-  }
+  void load_checkpoint(const std::string& path) { state().load(path); }
 
  private:
   /// What every rank holds alike: the config, counters, parameters, optimisers, normalisers.
@@ -648,16 +620,10 @@ class ppo {
     env_.bind_checkpoint(c, "env/");
   }
 
-  /// The data-parallel checkpoint (see detail::save_distributed_checkpoint).
-  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
-    return detail::save_distributed_checkpoint(
-        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path, dir,
-        global_step_, "rlkernels::ppo");
-  }
-  void load_distributed(const std::string& path) {
-    detail::load_distributed_checkpoint(
-        *comm_, [&](checkpoint& c) { bind_shared(c); }, [&](checkpoint& c) { bind_local(c); }, path,
-        "rlkernels::ppo");
+  /// The checkpoint's two halves (detail::trainer_state).
+  auto state() {
+    return detail::trainer_state(
+        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { bind_local(c); }, "rlkernels::ppo");
   }
 
  public:

@@ -19,7 +19,6 @@
 #include "../nn/optim.hpp"
 #include "actor_critic.hpp"
 #include "common.hpp"
-#include "checkpointing.hpp"
 #include "data_parallel.hpp"
 
 #include <chrono>
@@ -563,36 +562,17 @@ class sac {
   /// In a data-parallel run every rank calls it: rank 0 gathers the ranks' envs and replay buffers
   /// and writes the file.
   /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      save_distributed(path, nullptr);
-      return;
-    }
-    detail::save_trainer_checkpoint(*this, path);
-  }
+  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
   /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
   /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
   /// run return "" and write nothing).
   /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) {
-    if (comm_->size() > 1) return save_distributed("", &dir);
-    checkpoint c;
-    bind_checkpoint(c);
-    return dir.save(c, global_step_);
-  }
+  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
   /// @brief Restores a state saved by save_checkpoint() from the same config (and number of
   /// ranks); resuming then continues bit-identically to the uninterrupted run on the same backend.
   /// In a data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
   /// @throw checkpoint_error (nothing is changed) if the file is damaged or from another config/shape
-  void load_checkpoint(const std::string& path) {
-    if (comm_->size() > 1) {
-      detail::load_distributed_checkpoint(
-          *comm_, [&](checkpoint& c) { bind_shared(c); },
-          [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, "rlkernels::sac");
-      return;
-    }
-    detail::load_trainer_checkpoint(*this, path);
-  }
+  void load_checkpoint(const std::string& path) { state().load(path); }
   /// @brief A checksum (detail::fnv1a over the bytes) of every parameter: actor, critics, targets
   /// and log(alpha). Data-parallel ranks compare theirs every config().parameter_check_every iterations.
   std::uint64_t parameter_checksum() const {
@@ -614,10 +594,10 @@ class sac {
     c.bind("log_alpha", serial_backend{}, log_alpha_.view());
     alpha_opt_.bind_checkpoint(c, "alpha_adam/");
   }
-  std::string save_distributed(const std::string& path, const checkpoint_directory* dir) {
-    return detail::save_distributed_checkpoint(
-        *comm_, [&](checkpoint& c) { bind_shared(c); },
-        [&](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, path, dir, global_step_, "rlkernels::sac");
+  /// The checkpoint's two halves (detail::trainer_state).
+  auto state() {
+    return detail::trainer_state(
+        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, "rlkernels::sac");
   }
   static constexpr int q_inputs = observation_size + action_size;
 
@@ -694,13 +674,7 @@ class sac {
   }
 
   void auto_checkpoint() {
-    if (comm_->size() > 1) {
-      std::optional<checkpoint_directory> dir;
-      if (comm_->rank() == 0) dir.emplace(config_.checkpoint_dir, "sac", config_.checkpoint_keep);
-      save_distributed("", dir ? &*dir : nullptr);
-      return;
-    }
-    detail::auto_checkpoint(*this, config_.checkpoint_dir, "sac", config_.checkpoint_keep, global_step_);
+    state().save_automatic(config_.checkpoint_dir, "sac", config_.checkpoint_keep, global_step_);
   }
 
   Backend backend_;
