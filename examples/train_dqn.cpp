@@ -10,6 +10,12 @@
 // --help lists every option; the hyperparameters start from the env's preset (rlkernels::dqn_preset;
 // CleanRL's dqn.py defaults for envs without one) that options override. The user interface is
 // shared with the other training examples (training_ui.hpp).
+//
+// Data parallel (docs/distributed.md), as train_ppo: under mpirun every rank trains --num-envs envs
+// into its own replay buffer and samples --batch-size transitions of it per gradient step; rank 0
+// reports:
+//
+//   mpirun -np 2 train_dqn --env CartPole-v1 --num-envs 2
 #include <rlkernels/rlkernels.hpp>
 #include <rlkernels/algorithms/dqn.hpp>
 
@@ -26,10 +32,11 @@ namespace {
 using rlk_example::field;
 using config = rlkernels::dqn_config;
 
-const rlk_example::program program{"train_dqn", "DQN", "dqn", "CartPole-v1", 1000};
+const rlk_example::program program{"train_dqn", "DQN", "dqn", "CartPole-v1", 1000, /*exports_policy=*/false,
+                                   /*data_parallel=*/true};
 
 std::vector<rlk_example::option<config>> hyperparameters() {
-  return {
+  std::vector<rlk_example::option<config>> options = {
       field("--total-steps", &config::total_timesteps),
       field("--num-envs", &config::num_envs),
       field("--buffer-size", &config::buffer_size),
@@ -63,6 +70,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--hidden", &config::hidden_sizes),
       rlk_example::activation_option<config>(),
   };
+  for (auto& o : rlk_example::data_parallel_options<config>("batch")) options.push_back(std::move(o));
+  return options;
 }
 
 /// The preset of the env; CleanRL's dqn.py defaults for ids without one.
@@ -75,12 +84,17 @@ config preset(const std::string& id) {
 }
 
 template <class Env, class Backend>
-int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
+int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry,
+        rlkernels::communicator& comm) {
   using namespace rlkernels;
   const dqn_config& c = cl.config;
   const std::string id(entry.info.id);
   const std::string n_step = c.n_step > 1 ? ", " + std::to_string(c.n_step) + "-step" : "";
-  std::printf("DQN on %s (%s backend), seed %llu: %zu envs, buffer %zu, lr %g, batch %zu, learning starts %llu, "
+  if (comm.rank() == 0 && comm.size() > 1)
+    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs, each rank its own replay buffer; batch %zu per rank; "
+                "gradients all-reduced in rank order\n",
+                comm.size(), comm.name().c_str(), c.num_envs, std::size_t(comm.size()) * c.num_envs, c.batch_size);
+  if (comm.rank() == 0) std::printf("DQN on %s (%s backend), seed %llu: %zu envs, buffer %zu, lr %g, batch %zu, learning starts %llu, "
               "train every %llu steps x %zu gradient steps, target %s every %llu steps, epsilon %g -> %g over %g, "
               "gamma %g, %s loss%s%s%s, hidden %s, %llu steps\n",
               id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.buffer_size,
@@ -93,7 +107,12 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
               (unsigned long long)c.total_timesteps);
   std::fflush(stdout);
 
-  dqn<Env, Backend> agent(backend, c, entry.params);
+  dqn<Env, Backend> agent(backend, c, entry.params, comm);
+  if (comm.rank() == 0 && comm.size() > 1) {
+    const std::size_t values = agent.q_network().num_parameters();
+    std::printf("gradient per update: %zu values (%zu bytes) in 1 all-reduces (the Q-network)\n", values,
+                values * sizeof(typename dqn<Env, Backend>::scalar_type));
+  }
   auto columns = [](const dqn_iteration_stats& s) -> std::vector<rlk_example::stat> {
     using rlk_example::real;
     return {real("q_loss", s.q_loss),   real("q_mean", s.q_mean), real("mean_abs_td_error", s.mean_abs_td_error),
@@ -117,13 +136,16 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    (void)rlk_example::start_job(argc, argv, cl.run, program);  // refuses to run as one of several ranks
-    return rlk_example::with_env<rlk_example::discrete_classic_control>(
+    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
+    return rlk_example::run_job(job, [&] {
+      return rlk_example::with_env<rlk_example::discrete_classic_control>(
         cl.run.env,
         "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +
             cl.run.env + " is not one of them",
         [&](auto entry) {
-          return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });
+          return rlk_example::with_backend(cl.run.backend, program,
+                                           [&](auto backend) { return run(backend, cl, entry, job.get()); });
         });
+    });
   });
 }

@@ -33,7 +33,7 @@ const rlk_example::program program{"train_ppo", "PPO", "ppo", "CartPole-v1", 0, 
 
 
 std::vector<rlk_example::option<config>> hyperparameters() {
-  return {
+  std::vector<rlk_example::option<config>> options = {
       field("--total-steps", &config::total_timesteps),
       field("--num-envs", &config::num_envs),
       field("--num-steps", &config::num_steps, "T"),
@@ -54,17 +54,9 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--init-log-std", &config::init_log_std),
       field("--hidden", &config::hidden_sizes),
       rlk_example::activation_option<config>(),
-      {"--reduction", "ordered|native",
-       [](config& c, const std::string& v) {
-         if (v == "ordered") c.gradient_reduction = rlkernels::reduction_order::ordered;
-         else if (v == "native") c.gradient_reduction = rlkernels::reduction_order::native;
-         else throw std::invalid_argument("--reduction takes ordered or native, got '" + v + "'");
-       },
-       "data parallel: add the ranks' gradients in rank order (default; bit-reproducible) or by MPI's/NCCL's own "
-       "all-reduce"},
-      field("--grad-accum", &config::gradient_accumulation_steps, "K",
-            "compute each minibatch's gradient in K micro-batches (the same update, less memory; default 1)"),
   };
+  for (auto& o : rlk_example::data_parallel_options<config>("minibatch")) options.push_back(std::move(o));
+  return options;
 }
 
 /// The preset of the env; for ids without one, CleanRL's defaults for its action space.

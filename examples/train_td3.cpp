@@ -9,6 +9,12 @@
 // (training_ui.hpp); the CSV has a row every 1000 env steps. --help lists every option; the
 // hyperparameters start from the env's preset (rlkernels::td3_preset: td3_config's defaults,
 // CleanRL's, for an env without one) that options override.
+//
+// Data parallel (docs/distributed.md), as train_ppo: under mpirun every rank trains --num-envs envs
+// into its own replay buffer and samples --batch-size transitions of it per gradient step; rank 0
+// reports:
+//
+//   mpirun -np 2 train_td3 --env Pendulum-v1 --num-envs 2
 #include <rlkernels/algorithms/td3.hpp>
 #include <rlkernels/rlkernels.hpp>
 
@@ -24,10 +30,11 @@ namespace {
 using rlk_example::field;
 using config = rlkernels::td3_config;
 
-const rlk_example::program program{"train_td3", "TD3", "td3", "Pendulum-v1", 1000};
+const rlk_example::program program{"train_td3", "TD3", "td3", "Pendulum-v1", 1000, /*exports_policy=*/false,
+                                   /*data_parallel=*/true};
 
 std::vector<rlk_example::option<config>> hyperparameters() {
-  return {
+  std::vector<rlk_example::option<config>> options = {
       field("--total-steps", &config::total_timesteps),
       field("--num-envs", &config::num_envs),
       field("--buffer-size", &config::buffer_size),
@@ -45,6 +52,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--hidden", &config::hidden_sizes, "256,256"),
       rlk_example::activation_option<config>(),
   };
+  for (auto& o : rlk_example::data_parallel_options<config>("batch")) options.push_back(std::move(o));
+  return options;
 }
 
 std::vector<rlk_example::stat> columns(const rlkernels::td3_iteration_stats& s) {
@@ -67,11 +76,16 @@ void merge(rlkernels::td3_iteration_stats& shown, const rlkernels::td3_iteration
 }
 
 template <class Env, class Backend>
-int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry) {
+int run(Backend backend, const rlk_example::command_line<config>& cl, const rlkernels::registered_env<Env>& entry,
+        rlkernels::communicator& comm) {
   using namespace rlkernels;
   const td3_config& c = cl.config;
   const std::string id(entry.info.id);
-  std::printf("TD3 on %s (%s backend), seed %llu: %zu envs, buffer %zu, batch %zu x %zu per step from step %llu, "
+  if (comm.rank() == 0 && comm.size() > 1)
+    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs, each rank its own replay buffer; batch %zu per rank; "
+                "gradients all-reduced in rank order\n",
+                comm.size(), comm.name().c_str(), c.num_envs, std::size_t(comm.size()) * c.num_envs, c.batch_size);
+  if (comm.rank() == 0) std::printf("TD3 on %s (%s backend), seed %llu: %zu envs, buffer %zu, batch %zu x %zu per step from step %llu, "
               "gamma %g, tau %g, lr %g (policy) %g (q), policy every %llu, noise %g (exploration) %g clip %g "
               "(target), hidden %s, %llu steps\n",
               id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.buffer_size, c.batch_size,
@@ -79,7 +93,16 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
               (unsigned long long)c.policy_frequency, c.exploration_noise, c.policy_noise, c.noise_clip,
               rlk_example::int_list_string(c.hidden_sizes).c_str(), (unsigned long long)c.total_timesteps);
   std::fflush(stdout);
-  td3<Env, Backend> agent(backend, c, entry.params);
+  td3<Env, Backend> agent(backend, c, entry.params, comm);
+  if (comm.rank() == 0 && comm.size() > 1) {
+    // Per critic step: both critics' gradient, and the actor's every policy_frequency-th step.
+    const double critics = double(agent.critic1().num_parameters() + agent.critic2().num_parameters()),
+                 actor = double(agent.actor().num_parameters()) / double(c.policy_frequency);
+    const double values = critics + actor;
+    std::printf("gradient per update: %.0f values (%.0f bytes) in %g all-reduces (critics %.0f, actor %.0f on average)\n",
+                values, values * double(sizeof(typename td3<Env, Backend>::scalar_type)),
+                1.0 + 1.0 / double(c.policy_frequency), critics, actor);
+  }
   return rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
 }
 
@@ -89,14 +112,17 @@ int main(int argc, char** argv) {
   return rlk_example::guarded_main([&] {
     const rlk_example::command_line<config> cl =
         rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::td3_preset);
-    (void)rlk_example::start_job(argc, argv, cl.run, program);  // refuses to run as one of several ranks
-    return rlk_example::with_env<rlk_example::continuous_actions>(
+    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
+    return rlk_example::run_job(job, [&] {
+      return rlk_example::with_env<rlk_example::continuous_actions>(
         cl.run.env,
         "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "
         "Hopper-v5, Walker2d-v5); " + cl.run.env +
             " is not one of them",
         [&](auto entry) {
-          return rlk_example::with_backend(cl.run.backend, program, [&](auto backend) { return run(backend, cl, entry); });
+          return rlk_example::with_backend(cl.run.backend, program,
+                                           [&](auto backend) { return run(backend, cl, entry, job.get()); });
         });
+    });
   });
 }

@@ -209,6 +209,22 @@ option<Config> activation_option() {
           ""};
 }
 
+/// The data-parallel and gradient accumulation options of every trainer (data_parallel_settings).
+template <class Config>
+std::vector<option<Config>> data_parallel_options(const char* batch_name) {
+  return {{"--reduction", "ordered|native",
+           [](Config& c, const std::string& v) {
+             if (v == "ordered") c.gradient_reduction = rlkernels::reduction_order::ordered;
+             else if (v == "native") c.gradient_reduction = rlkernels::reduction_order::native;
+             else throw std::invalid_argument("--reduction takes ordered or native, got '" + v + "'");
+           },
+           "data parallel: add the ranks' gradients in rank order (default; bit-reproducible) or by MPI's/NCCL's own "
+           "all-reduce"},
+          field<Config, std::size_t>("--grad-accum", &Config::gradient_accumulation_steps, "K",
+                std::string("compute each ") + batch_name +
+                    "'s gradient in K micro-batches (the same update, less memory; default 1)")};
+}
+
 /// Trainer configs with the checkpoint fields of the trainer convention (checkpoint_dir,
 /// checkpoint_every, checkpoint_keep).
 template <class Config, class = void>
@@ -271,7 +287,7 @@ struct program {
   std::string default_env;      ///< "CartPole-v1"
   std::uint64_t csv_every = 0;  ///< env steps between CSV rows (0: one row per iteration)
   bool exports_policy = false;  ///< takes --export-policy FILE (the trainer writes it)
-  bool data_parallel = false;   ///< trains over several processes (--distributed; PPO so far)
+  bool data_parallel = false;   ///< trains over several processes (--distributed)
 };
 
 /// @brief The options every training example has.
@@ -924,9 +940,13 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   }
   csv.close();
   const std::uint64_t trained = agent.global_step() - first_step;
-  std::printf("trained %llu env steps and %llu gradient steps in %.2f s (%.0f env steps/s, %.0f updates/s)\n",
-              (unsigned long long)trained, (unsigned long long)updates, elapsed, double(trained) / elapsed,
-              double(updates) / elapsed);
+  if (trained == 0) {  // e.g. resumed from the checkpoint of a finished run: no rates to show
+    std::printf("trained no env steps (the run was already at --total-steps)\n");
+  } else {
+    std::printf("trained %llu env steps and %llu gradient steps in %.2f s (%.0f env steps/s, %.0f updates/s)\n",
+                (unsigned long long)trained, (unsigned long long)updates, elapsed, double(trained) / elapsed,
+                double(updates) / elapsed);
+  }
   if constexpr (has_communicator<Trainer>::value) {
     const rlkernels::communicator& c = agent.comm();
     if (c.size() > 1) {
@@ -934,7 +954,7 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
       std::printf("communication (%s, rank 0 of %d): %llu collectives, %.2f MB sent, %.2f s (%.1f %% of the training "
                   "time)\n",
                   c.name().c_str(), c.size(), (unsigned long long)st.calls, double(st.bytes) / 1e6, st.seconds,
-                  100.0 * st.seconds / elapsed);
+                  elapsed > 0 ? 100.0 * st.seconds / elapsed : 0.0);
     }
   }
   if (reached_at >= 0) {
