@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,15 @@ void for_each_batch_part(const data_parallel_settings& c, std::size_t batch, con
       const std::size_t first = (s * steps + k) * b;
       fn(s, k, first, base + first);
     }
+}
+
+/// The trainers' one-part loss functions (a whole batch in one pass) refuse a config whose
+/// workspaces hold one part of a batch, or a data-parallel run.
+/// @throw std::logic_error naming `who`
+inline void check_one_part(const data_parallel_settings& c, const communicator& comm, const char* who) {
+  RLK_EXPECTS(c.gradient_parts() == 1 && comm.size() == 1, std::logic_error, who,
+              ": computes a whole batch in one part; with env_shards or gradient_accumulation_steps > 1, or "
+              "several ranks, the workspaces hold one part (the training loop adds the parts)");
 }
 
 /// The ranks check that they run the same config and that each is one shard.

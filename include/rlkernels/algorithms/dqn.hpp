@@ -588,10 +588,7 @@ class dqn {
   /// @throw std::invalid_argument if the batch has another size or shape
   dqn_loss loss_and_gradients(const batch_type& batch) {
     check_batch(batch);
-    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error,
-                "rlkernels::dqn::loss_and_gradients: computes a whole batch in one part; with env_shards or "
-                "gradient_accumulation_steps > 1, or several ranks, the workspaces hold one part (iterate() adds "
-                "the parts)");
+    detail::check_one_part(config_, *comm_, "rlkernels::dqn::loss_and_gradients");
     td_loss_and_gradients(batch, 0, config_.batch_size);
     const detail::dqn_device_stats d = device_stats_.get(0);  // one host read
     dqn_loss out;

@@ -630,11 +630,7 @@ class sac {
   void for_each_part(Fn&& fn) const {
     detail::for_each_batch_part(config_, config_.batch_size, *comm_, fn);
   }
-  void check_one_part(const char* who) const {
-    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error, who,
-                ": computes a whole batch in one part; with env_shards or gradient_accumulation_steps > 1, or "
-                "several ranks, the workspaces hold one part (update() adds the parts)");
-  }
+  void check_one_part(const char* who) const { detail::check_one_part(config_, *comm_, who); }
   /// The ranks check that they run the same config, then take rank 0's parameters.
   void join_ranks() {
     detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::sac");

@@ -502,11 +502,7 @@ class td3 {
   void for_each_part(Fn&& fn) const {
     detail::for_each_batch_part(config_, config_.batch_size, *comm_, fn);
   }
-  void check_one_part(const char* who) const {
-    RLK_EXPECTS(config_.gradient_parts() == 1 && comm_->size() == 1, std::logic_error, who,
-                ": computes a whole batch in one part; with env_shards or gradient_accumulation_steps > 1, or "
-                "several ranks, the workspaces hold one part (update() adds the parts)");
-  }
+  void check_one_part(const char* who) const { detail::check_one_part(config_, *comm_, who); }
   static constexpr int q_inputs = observation_size + action_size;
 
   static td3_config checked(td3_config c) {
