@@ -28,6 +28,25 @@ inline constexpr bool on_cuda =
     false;
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define RLK_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RLK_TEST_SANITIZED 1
+#endif
+#endif
+/// True in a build under AddressSanitizer (the sanitizer preset), where the physics runs 5 to 10
+/// times slower: the longest cases then run a quarter of their length (`sanitized_length`), enough
+/// for the sanitizers to see every code path; the README's test command runs them whole.
+inline constexpr bool sanitized =
+#if defined(RLK_TEST_SANITIZED)
+    true;
+#else
+    false;
+#endif
+/// `full`, or a quarter of it (at least 1) in a sanitized build.
+constexpr std::size_t sanitized_length(std::size_t full) { return sanitized ? (full / 4 > 0 ? full / 4 : 1) : full; }
+
 /// A buffer in the test backend's memory holding `v`.
 template <class T>
 rlkernels::buffer<T, backend_t> make(const std::vector<T>& v) {
