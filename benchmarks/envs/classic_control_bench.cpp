@@ -1,6 +1,6 @@
 // benchmarks/envs/classic_control_bench.cpp
-// Env-steps per second of Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0 and Acrobot-v1
-// (float): rlkernels' vec_env (step and step_unchecked) on the backend of this build variant,
+// Env-steps per second of Pendulum-v1, MountainCar-v0, MountainCarContinuous-v0, Acrobot-v1 and
+// the quadrotor L2F-Crazyflie-v0 (float): rlkernels' vec_env (step and step_unchecked) on the backend of this build variant,
 // side by side in the same run with the conventional CPU baseline ("virtual_gym_style": one heap
 // object per env behind an abstract Env interface, stepped one at a time through a virtual call,
 // with the same env arithmetic and the same episode bookkeeping). CartPole-v1 has its own binary (cartpole_bench), which also has a
@@ -48,5 +48,6 @@ int main(int argc, char** argv) {
   add_rows<rlk::mountain_car<float>>("MountainCar-v0");
   add_rows<rlk::mountain_car_continuous<float>>("MountainCarContinuous-v0");
   add_rows<rlk::acrobot<float>>("Acrobot-v1");
+  add_rows<rlk::quadrotor<float>>("L2F-Crazyflie-v0");
   return rlk_bench::run_registered_benchmarks(argc, argv, "classic_control_bench");
 }

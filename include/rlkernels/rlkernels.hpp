@@ -39,6 +39,7 @@
 #include "envs/mountain_car.hpp"
 #include "envs/mountain_car_continuous.hpp"
 #include "envs/pendulum.hpp"
+#include "envs/quadrotor.hpp"
 #include "envs/registry.hpp"
 #include "envs/vec_env.hpp"
 #include "estimators/gae.hpp"

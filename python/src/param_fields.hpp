@@ -251,4 +251,36 @@ struct param_fields<rlkernels::maze<S, M, V, A>> {
   }
 };
 
+/// L2F-Crazyflie-v0: the reward weights, initial-state ranges and termination thresholds of l2f's
+/// configuration (prefixed by their group), the mass, the step and the time limit.
+template <class S, int H>
+struct param_fields<rlkernels::quadrotor<S, H>> {
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("mass", p.dynamics.mass);
+    f("dt", p.dt);
+    f("reward_non_negative", p.reward.non_negative);
+    f("reward_scale", p.reward.scale);
+    f("reward_constant", p.reward.constant);
+    f("reward_termination_penalty", p.reward.termination_penalty);
+    f("reward_position", p.reward.position);
+    f("reward_position_clip", p.reward.position_clip);
+    f("reward_orientation", p.reward.orientation);
+    f("reward_linear_velocity", p.reward.linear_velocity);
+    f("reward_angular_velocity", p.reward.angular_velocity);
+    f("reward_linear_acceleration", p.reward.linear_acceleration);
+    f("reward_angular_acceleration", p.reward.angular_acceleration);
+    f("reward_action", p.reward.action);
+    f("init_guidance", p.init.guidance);
+    f("init_max_position", p.init.max_position);
+    f("init_max_linear_velocity", p.init.max_linear_velocity);
+    f("init_max_angular_velocity", p.init.max_angular_velocity);
+    f("termination_enabled", p.termination.enabled);
+    f("termination_position", p.termination.position);
+    f("termination_linear_velocity", p.termination.linear_velocity);
+    f("termination_angular_velocity", p.termination.angular_velocity);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
 }  // namespace rlkernels_python

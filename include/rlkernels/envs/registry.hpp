@@ -25,6 +25,7 @@
 #include "mujoco/walker2d.hpp"
 #include "mountain_car_continuous.hpp"
 #include "pendulum.hpp"
+#include "quadrotor.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -112,6 +113,8 @@ void for_each_entry(F&& f) {
   if (f(make_entry<humanoid<Scalar>>("Humanoid-v5", "humanoid", {}, no_threshold))) return;
   if (f(make_entry<humanoid_standup<Scalar>>("HumanoidStandup-v5", "humanoid_standup", {}, no_threshold))) return;
   if (f(make_entry<walker2d<Scalar>>("Walker2d-v5", "walker2d", {}, no_threshold))) return;
+  // RLtools' Learning-to-Fly Crazyflie, as the l2f package defines it (l2f.Environment())
+  if (f(make_entry<quadrotor<Scalar>>("L2F-Crazyflie-v0", "quadrotor", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
   // game's minimal set; no time limit (gymnax uses 1000 steps, 2500 for Freeway: set
   // params.max_episode_steps).
