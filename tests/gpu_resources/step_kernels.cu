@@ -12,6 +12,7 @@
 #include <rlkernels/envs/mujoco/humanoid.hpp>
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
+#include <rlkernels/envs/quadrotor.hpp>
 #include <rlkernels/envs/vec_env.hpp>
 
 // One line per kernel: X(name in the budget file and docs/gpu-resources.md, env type).
@@ -20,6 +21,7 @@
 // checked, kept out of CI because each adds about 10 s of nvcc.
 #define RLK_RESOURCE_ENVS(X)                            \
   X(cartpole_float, rlkernels::cartpole<float>)         \
+  X(quadrotor_float, rlkernels::quadrotor<float>)       \
   X(hopper_float, rlkernels::hopper<float>)             \
   X(hopper_double, rlkernels::hopper<double>)           \
   X(walker2d_float, rlkernels::walker2d<float>)         \
