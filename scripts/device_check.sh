@@ -519,7 +519,7 @@ run_env_benchmarks() {
   stage bench.cartpole bench 90 "$b/cartpole_bench_cuda" --rlk_batch_sizes="$sizes" --rlk_min_time="$t" \
     '--benchmark_filter=^BM_(vec_env_step|vec_env_step_unchecked|vec_env_step_to_host|limit_loop|device_copy)/' \
     --benchmark_out="$logs/bench.cartpole.csv" --benchmark_out_format=csv
-  stage bench.classic_control bench 90 "$b/classic_control_bench_cuda" --rlk_batch_sizes="$sizes" --rlk_min_time="$t" \
+  stage bench.classic_control bench 110 "$b/classic_control_bench_cuda" --rlk_batch_sizes="$sizes" --rlk_min_time="$t" \
     '--benchmark_filter=^BM_vec_env_step' --benchmark_out="$logs/bench.classic_control.csv" --benchmark_out_format=csv
   # One run per grid env: a failure (memory, a fault) loses that env's rows only.
   for id in MinAtar-Breakout-v0 MinAtar-Asterix-v0 MinAtar-Freeway-v0 MinAtar-Seaquest-v0 MinAtar-SpaceInvaders-v0 \
