@@ -10,6 +10,7 @@
 #include "../reference_dir.hpp"
 #include "../stats.hpp"
 #include "../test_backend.hpp"
+#include "golden_f64.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,27 +25,7 @@ using namespace rlkernels;
 
 namespace {
 
-/// A golden file: two doubles (rows, cols), then the rows.
-struct f64_table {
-  std::size_t rows = 0, cols = 0;
-  std::vector<double> v;
-  explicit f64_table(const std::string& file) {
-    const std::string path = rlk_test::reference_dir() + "/" + file;
-    INFO("reading " << path);
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    double shape[2];
-    in.read(reinterpret_cast<char*>(shape), sizeof(shape));
-    REQUIRE(in.good());
-    rows = std::size_t(shape[0]);
-    cols = std::size_t(shape[1]);
-    v.resize(rows * cols);
-    in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(double)));
-    REQUIRE(in.good());
-    REQUIRE(rows > 0);
-  }
-  const double* row(std::size_t i) const { return v.data() + i * cols; }
-};
+using rlk_test::f64_table;
 
 constexpr std::size_t kSteps = 128;  // steps per recorded episode
 
