@@ -9,7 +9,9 @@
 # prepare builds, for sm_90 only, every test's CUDA variant (rlk_cuda_variants, with
 # random_policy_cuda), the CUDA benchmarks (rlk_cuda_benchmarks) and the train_*_cuda examples in
 # its own build folder (BUNDLE_BUILD_DIR, default build/device-bundle-build; PREPARE_JOBS jobs, all
-# cores by default; ccache when present; CUDA_ARCH, default 90: 90-real would leave out the PTX),
+# cores by default; ccache when present; CUDA_ARCH, default 90: 90-real would leave out the PTX;
+# PREPARE_COMPILE_ONLY=1, as CI does: PTX only, NVVM at -O0, build/device-bundle-check-build, a
+# bundle that compiles and links everything but that run refuses),
 # and copies them, stripped, into DIR (default build/device-bundle) as binaries.tar.gz, one
 # archive of tests/, benchmarks/, examples/ and lib/ (Google Benchmark's shared library and
 # libgomp; the binaries' run path starts with $ORIGIN/../lib): the binaries compress about 3:1,
@@ -235,7 +237,19 @@ prepare_main() {
   local started=$SECONDS
   local dir="${1:-$repo/build/device-bundle}"
   [[ "$dir" = /* ]] || dir="$PWD/$dir"
-  local build="${BUNDLE_BUILD_DIR:-$repo/build/device-bundle-build}"
+  # PREPARE_COMPILE_ONLY=1 (CI): the same targets, checked to compile and link, in a quarter of the
+  # time: PTX only (no ptxas) from NVVM at -O0 (cicc: about 13 s instead of 160 s for random_policy.cu,
+  # and no ptxas at all, which takes 120 s more at -O3). The register and stack figures come from the
+  # gpu_resources test, at full optimisation. Such a bundle is marked compile_only in its manifest,
+  # and `run` refuses it: its kernels would be JIT-compiled unoptimised on the GPU.
+  local compile_only="${PREPARE_COMPILE_ONLY:-0}"
+  local arch="${CUDA_ARCH:-90}"
+  local default_build="$repo/build/device-bundle-build"
+  if [[ "$compile_only" == 1 ]]; then
+    arch="${CUDA_ARCH:-90-virtual}"
+    default_build="$repo/build/device-bundle-check-build"
+  fi
+  local build="${BUNDLE_BUILD_DIR:-$default_build}"
   [[ "$build" = /* ]] || build="$PWD/$build"
   local jobs="${PREPARE_JOBS:-$(nproc 2>/dev/null || echo 2)}"
   local limit_mib=60
@@ -252,7 +266,7 @@ prepare_main() {
     return 1
   fi
   local configure=(-S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc"
-    -DRLK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DRLK_RUN_CUDA_TESTS=OFF
+    -DRLK_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DRLK_RUN_CUDA_TESTS=OFF
     -DRLK_NATIVE_ARCH=OFF -DRLK_HEADER_CHECK=OFF
     # The bundle's own libraries (Google Benchmark, libgomp) are found next to the binaries
     # (DIR/{tests,benchmarks,examples}/x finds DIR/lib/), the toolkit's (cudart, cuBLAS) where
@@ -260,6 +274,11 @@ prepare_main() {
     # one would add 0.7 MB to each of the 31 binaries, and cuBLAS comes from the toolkit anyway.
     -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared
     '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib;/usr/local/cuda/lib64;/usr/local/cuda/targets/x86_64-linux/lib')
+  if [[ "$compile_only" == 1 ]]; then
+    configure+=("-DCMAKE_CUDA_FLAGS=-Xcicc -O0")
+  elif grep -q '^CMAKE_CUDA_FLAGS:.*-Xcicc -O0' "$build/CMakeCache.txt" 2>/dev/null; then
+    configure+=("-DCMAKE_CUDA_FLAGS=")  # a build folder a compile-only prepare used before
+  fi
   command -v ninja >/dev/null 2>&1 && configure+=(-G Ninja)
   if command -v ccache >/dev/null 2>&1; then
     configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
@@ -271,7 +290,7 @@ prepare_main() {
     configure=("${kept[@]}")
   fi
   mkdir -p "$build"
-  echo "== prepare: configure $build ($("$nvcc" --version | tail -1))"
+  echo "== prepare: configure $build ($("$nvcc" --version | tail -1); CUDA architectures $arch$([[ "$compile_only" == 1 ]] && echo ', compile only: PTX from NVVM -O0, not for running'))"
   cmake "${configure[@]}" >"$build/configure.log" 2>&1 || {
     cat "$build/configure.log" >&2
     echo "error: configuring $build failed" >&2
@@ -331,9 +350,9 @@ prepare_main() {
   commit="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
   dirty="$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null | head -1 || true)"
   python3 - "$dir" "$commit" "${dirty:+yes}" "$("$nvcc" --version | tail -2 | tr '\n' ' ')" \
-    "$(cmake --version | head -1)" "$(${CXX:-c++} --version 2>/dev/null | head -1)" "${CUDA_ARCH:-90}" <<'PY'
+    "$(cmake --version | head -1)" "$(${CXX:-c++} --version 2>/dev/null | head -1)" "$arch" "$compile_only" <<'PY'
 import datetime, json, os, sys
-d, commit, dirty, nvcc, cmake, cxx, arch = sys.argv[1:8]
+d, commit, dirty, nvcc, cmake, cxx, arch, compile_only = sys.argv[1:9]
 binaries = {}
 for sub in ("tests", "benchmarks", "examples"):
     binaries[sub] = sorted(f for f in os.listdir(os.path.join(d, sub)) if f.endswith("_cuda"))
@@ -342,6 +361,7 @@ manifest = {
     "git_commit": commit, "git_dirty": dirty == "yes",
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     "nvcc": nvcc.strip(), "cmake": cmake, "host_compiler": cxx, "cuda_architectures": arch,
+    "compile_only": compile_only == "1",
     "binaries": binaries, "libraries": sorted(os.listdir(os.path.join(d, "lib"))),
 }
 json.dump(manifest, open(os.path.join(d, "manifest.json"), "w"), indent=2)
@@ -992,6 +1012,10 @@ run_main() {
   [[ "$dir" = /* ]] || dir="$PWD/$dir"
   if [[ ! -f "$dir/manifest.json" ]]; then
     echo "error: $dir is not a device-check bundle (no manifest.json); make one with: scripts/device_check.sh prepare" >&2
+    return 2
+  fi
+  if grep -q '"compile_only": true' "$dir/manifest.json"; then
+    echo "error: $dir was prepared with PREPARE_COMPILE_ONLY=1 (unoptimised PTX, a compile check): prepare a bundle to run without it" >&2
     return 2
   fi
   out="${2:-${OUT:-$dir/results}}"
