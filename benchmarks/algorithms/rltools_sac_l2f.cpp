@@ -69,6 +69,13 @@
 
 namespace rlt = rl_tools;
 
+// The training reward's angular-acceleration weight: l2f.Environment()'s 2 by default; CMake also
+// builds rltools_sac_l2f_train_reward with 0, the training reward of rlkernels_td3_l2f
+// --angular-acceleration 0 (docs/quadrotor.md). The evaluation's settling fraction does not read the reward.
+#ifndef RLK_L2F_ANGULAR_ACCELERATION_WEIGHT
+#define RLK_L2F_ANGULAR_ACCELERATION_WEIGHT 2.00
+#endif
+
 namespace {
 
 using device_t = rlt::devices::DEVICE_FACTORY<>;
@@ -103,7 +110,7 @@ struct l2f_environment_config {
       0.00,   // linear_velocity
       0.00,   // angular_velocity
       0.00,   // linear_acceleration
-      2.00,   // angular_acceleration
+      RLK_L2F_ANGULAR_ACCELERATION_WEIGHT,  // angular_acceleration (l2f: 2)
       0.00,   // action
       0.00,   // d_action
       0.00,   // position_error_integral
