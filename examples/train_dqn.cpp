@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
     return rlk_example::run_job(job, [&] {
       return rlk_example::with_env<rlk_example::discrete_classic_control>(
-        cl.run.env,
+        cl.run,
         "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +
             cl.run.env + " is not one of them",
         [&](auto entry) {

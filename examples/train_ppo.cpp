@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
     return rlk_example::run_job(job, [&] {
       return rlk_example::with_env<rlk_example::classic_control_or_locomotion>(
-          cl.run.env,
+          cl.run,
           "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
           "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5); " + cl.run.env +
               " is not one of them",

@@ -1,5 +1,6 @@
 // Trains a TD3 agent (rlkernels/algorithms/td3.hpp) on a continuous-action environment chosen by
-// its Gymnasium id (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, Hopper-v5, Walker2d-v5),
+// its id (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, Hopper-v5, Walker2d-v5, Ant-v5,
+// Humanoid-v5, L2F-Crazyflie-v0),
 // entirely in C++ on the chosen backend, then evaluates the deterministic policy (the actor's action,
 // no exploration noise) over 100 episodes.
 //
@@ -115,9 +116,9 @@ int main(int argc, char** argv) {
     const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
     return rlk_example::run_job(job, [&] {
       return rlk_example::with_env<rlk_example::continuous_actions>(
-        cl.run.env,
+        cl.run,
         "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "
-        "Hopper-v5, Walker2d-v5); " + cl.run.env +
+        "Hopper-v5, Walker2d-v5, Ant-v5, Humanoid-v5, ..., L2F-Crazyflie-v0); " + cl.run.env +
             " is not one of them",
         [&](auto entry) {
           return rlk_example::with_backend(cl.run.backend, program,

@@ -17,6 +17,7 @@
 #if defined(RLK_EXAMPLE_NCCL) && RLK_HAS_CUDA
 #include <rlkernels/distributed/nccl.hpp>
 #endif
+#include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/io/checkpoint.hpp>
 #include <rlkernels/nn/mlp.hpp>
@@ -306,6 +307,9 @@ struct run_options {
   std::string export_policy;      ///< where to write the trained deterministic policy (empty: nowhere)
   std::string distributed = "auto";   ///< auto (from the launcher's environment), none, mpi or nccl
   double distributed_timeout = 300;   ///< seconds a collective waits for the other ranks
+  /// --env-param NAME=VALUE, in order: fields of the env's Params (rlkernels/envs/param_fields.hpp)
+  /// set before the envs are built; they apply to training and to the final evaluation
+  std::vector<std::pair<std::string, std::string>> env_params;
 };
 
 /// @brief A parsed command line: the common options and the trainer's config (the env's preset,
@@ -374,6 +378,13 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
     else if (arg == "--plot-script") o.plot_script = value();
     else if (arg == "--no-plot") o.plot = false;
     else if (arg == "--quiet") o.quiet = true;
+    else if (arg == "--env-param") {
+      const std::string v = value();
+      const std::size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw std::invalid_argument("--env-param takes NAME=VALUE (a field of the env's Params), not '" + v + "'");
+      o.env_params.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    }
     else if (arg == "--eval-episodes") o.eval_episodes = parse_count(arg, value());
     else if (arg == "--stop-at") o.stop_at = parse_real(arg, value());
     else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
@@ -397,6 +408,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
           {"--no-plot", "write the CSV only"},
           {"--eval-episodes K", "deterministic evaluation episodes at the end (default 100; 0 skips)"},
           {"--stop-at R", "stop once the mean return of the last 100 episodes reaches R"},
+          {"--env-param NAME=VALUE", "set a field of the env's parameters, for training and evaluation (repeatable; "
+                                     "an unknown NAME lists the env's fields)"},
           {"--quiet", "no progress line"}};
       if (p.exports_policy)
         general.push_back({"--export-policy FILE",
@@ -581,17 +594,29 @@ int with_backend(const std::string& name, const program& p, F&& f) {
   throw std::invalid_argument("unknown backend '" + name + "' (serial, openmp or cuda)");
 }
 
-/// Calls f(entry) with the registry entry of `id` if Trains<Env>::value holds for its env type
-/// (only those instantiate f, which keeps compile times down), otherwise throws
-/// std::invalid_argument(refusal).
+/// Calls f(entry) with the registry entry of run.env, its Params changed by run.env_params
+/// (printed), if Trains<Env>::value holds for its env type (only those instantiate f, which keeps
+/// compile times down), otherwise throws std::invalid_argument(refusal).
 template <template <class> class Trains, class F>
-int with_env(const std::string& id, const std::string& refusal, F&& f) {
+int with_env(const run_options& run, const std::string& refusal, F&& f) {
   int rc = 0;
-  rlkernels::visit_env(id, [&](auto entry) {
+  rlkernels::visit_env(run.env, [&](auto entry) {
     using Env = typename decltype(entry)::env_type;
     if constexpr (!Trains<Env>::value) {
       throw std::invalid_argument(refusal);
     } else {
+      for (const auto& [name, value] : run.env_params) {
+        try {
+          rlkernels::set_param<Env>(entry.params, name, value);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("--env-param for " + run.env + ": " + e.what());
+        }
+      }
+      if (!run.env_params.empty()) {
+        std::string changed;
+        for (const auto& [name, value] : run.env_params) changed += (changed.empty() ? "" : ", ") + name + "=" + value;
+        std::printf("%s with %s\n", run.env.c_str(), changed.c_str());
+      }
       rc = f(entry);
     }
   });

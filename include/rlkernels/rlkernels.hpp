@@ -38,6 +38,7 @@
 #include "envs/minatar/space_invaders.hpp"
 #include "envs/mountain_car.hpp"
 #include "envs/mountain_car_continuous.hpp"
+#include "envs/param_fields.hpp"
 #include "envs/pendulum.hpp"
 #include "envs/quadrotor.hpp"
 #include "envs/registry.hpp"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "any_vec_env.hpp"
-#include "param_fields.hpp"
+#include <rlkernels/envs/param_fields.hpp>
 
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -95,7 +95,7 @@ void assign(const std::string& id, const std::string& name, T& field, const para
 template <class Env>
 std::vector<param_entry> params_of(const typename Env::Params& p) {
   std::vector<param_entry> out;
-  param_fields<Env>::visit(p, [&](const char* name, const auto& field) { out.push_back({name, to_value(field)}); });
+  rlkernels::param_fields<Env>::visit(p, [&](const char* name, const auto& field) { out.push_back({name, to_value(field)}); });
   return out;
 }
 
@@ -105,7 +105,7 @@ void apply_params(const std::string& id, typename Env::Params& p, const std::vec
   for (const param_entry& kw : kwargs) {
     bool found = false;
     std::string known;
-    param_fields<Env>::visit(p, [&](const char* name, auto& field) {
+    rlkernels::param_fields<Env>::visit(p, [&](const char* name, auto& field) {
       known += known.empty() ? "" : ", ";
       known += name;
       if (kw.name == name) {

@@ -3,6 +3,7 @@
 // terminations and observations of 48 episodes of 128 steps in double, 16 in float, and 2000 of
 // its initial states), then the ladder: the batch on every backend, float against double, huge
 // and NaN actions, the episode-end contract and the registry.
+#include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/quadrotor.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -422,4 +423,43 @@ TEST_CASE("registry: L2F-Crazyflie-v0 is the quadrotor with l2f's time limit", "
     CHECK(entry.info.type_name == "quadrotor");
   });
   CHECK(found);
+}
+
+TEST_CASE("set_param: Params fields by name, as --env-param and make_vec's keywords set them", "[quadrotor][registry]") {
+  using Q = rlkernels::quadrotor<float>;
+  Q::Params p{};
+  rlkernels::set_param<Q>(p, "reward_angular_acceleration", "0");
+  CHECK(p.reward.angular_acceleration == 0.0f);
+  rlkernels::set_param<Q>(p, "reward_termination_penalty", "-1.5e1");
+  CHECK(p.reward.termination_penalty == -15.0f);
+  rlkernels::set_param<Q>(p, "termination_enabled", "false");
+  CHECK_FALSE(p.termination.enabled);
+  rlkernels::set_param<Q>(p, "max_episode_steps", "250");
+  CHECK(p.max_episode_steps == 250);
+  const std::vector<std::string> names = rlkernels::param_names<Q>();
+  CHECK(std::find(names.begin(), names.end(), "reward_angular_acceleration") != names.end());
+
+  // Refused calls name the problem and leave the Params as they were.
+  const Q::Params before = p;
+  auto unchanged = [&] {
+    CHECK(std::memcmp(&p.reward, &before.reward, sizeof p.reward) == 0);
+    CHECK(p.max_episode_steps == before.max_episode_steps);
+  };
+  CHECK_THROWS_WITH(rlkernels::set_param<Q>(p, "reward_angular_acceleraton", "0"),
+                    Catch::Contains("unknown env parameter 'reward_angular_acceleraton'") &&
+                        Catch::Contains("reward_angular_acceleration"));
+  CHECK_THROWS_WITH(rlkernels::set_param<Q>(p, "reward_scale", "nan"), Catch::Contains("reward_scale"));
+  CHECK_THROWS_WITH(rlkernels::set_param<Q>(p, "reward_scale", "0.1x"), Catch::Contains("not a finite number"));
+  CHECK_THROWS_WITH(rlkernels::set_param<Q>(p, "max_episode_steps", "2.5"), Catch::Contains("not an integer"));
+  CHECK_THROWS_WITH(rlkernels::set_param<Q>(p, "termination_enabled", "maybe"), Catch::Contains("true/false"));
+  unchanged();
+
+  // A two-number range (Hopper's healthy_z_range) takes "low,high".
+  using H = rlkernels::hopper<double>;
+  H::Params h{};
+  rlkernels::set_param<H>(h, "healthy_z_range", "0.5,2");
+  CHECK(h.healthy_z_range[0] == 0.5);
+  CHECK(h.healthy_z_range[1] == 2.0);
+  CHECK_THROWS_WITH(rlkernels::set_param<H>(h, "healthy_z_range", "0.5"), Catch::Contains("low,high"));
+  CHECK(h.healthy_z_range[0] == 0.5);
 }

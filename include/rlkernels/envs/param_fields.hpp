@@ -1,16 +1,25 @@
-// python/src/param_fields.hpp
-// The keyword arguments of make_vec(): each registered env's Params fields by name, so that
-// Python can read and set them (Gymnasium's env kwargs where the names agree). C++ has no
-// reflection, so every Params is listed here once; a field missing here is simply not settable
-// from Python (the test suite checks the MuJoCo and classic-control lists against Gymnasium's
-// kwargs).
+// rlkernels/envs/param_fields.hpp
+// Every registered env's Params fields by name: the keyword arguments of the Python package's
+// make_vec() (Gymnasium's env kwargs where the names agree) and the --env-param NAME=VALUE option
+// of the training examples. C++ has no reflection, so every Params is listed here once; a field
+// missing here is simply not settable by name (the Python test suite checks the MuJoCo and
+// classic-control lists against Gymnasium's kwargs).
 #pragma once
 
 #include <rlkernels/envs/registry.hpp>
 
-namespace rlkernels_python {
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
-/// visit(params, f) calls f(name, field) for every settable field of the env's Params. The
+namespace rlkernels {
+
+/// @brief visit(params, f) calls f(name, field) for every settable field of the env's Params. The
 /// default knows only the time limit, which every Params has.
 template <class Env>
 struct param_fields {
@@ -21,7 +30,7 @@ struct param_fields {
 };
 
 template <class S>
-struct param_fields<rlkernels::cartpole<S>> {
+struct param_fields<cartpole<S>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("gravity", p.gravity);
@@ -38,7 +47,7 @@ struct param_fields<rlkernels::cartpole<S>> {
 };
 
 template <class S>
-struct param_fields<rlkernels::mountain_car<S>> {
+struct param_fields<mountain_car<S>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("min_position", p.min_position);
@@ -55,7 +64,7 @@ struct param_fields<rlkernels::mountain_car<S>> {
 };
 
 template <class S>
-struct param_fields<rlkernels::mountain_car_continuous<S>> {
+struct param_fields<mountain_car_continuous<S>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("min_position", p.min_position);
@@ -74,7 +83,7 @@ struct param_fields<rlkernels::mountain_car_continuous<S>> {
 };
 
 template <class S>
-struct param_fields<rlkernels::pendulum<S>> {
+struct param_fields<pendulum<S>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("g", p.g);
@@ -89,7 +98,7 @@ struct param_fields<rlkernels::pendulum<S>> {
 };
 
 template <class S>
-struct param_fields<rlkernels::acrobot<S>> {
+struct param_fields<acrobot<S>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("dt", p.dt);
@@ -110,7 +119,7 @@ struct param_fields<rlkernels::acrobot<S>> {
 };
 
 template <class S, bool E>
-struct param_fields<rlkernels::half_cheetah<S, E>> {
+struct param_fields<half_cheetah<S, E>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -122,7 +131,7 @@ struct param_fields<rlkernels::half_cheetah<S, E>> {
 };
 
 template <class S, bool E, bool C>
-struct param_fields<rlkernels::ant<S, E, C>> {
+struct param_fields<ant<S, E, C>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -140,7 +149,7 @@ struct param_fields<rlkernels::ant<S, E, C>> {
 };
 
 template <class S, bool E, bool A, bool B, bool C, bool D>
-struct param_fields<rlkernels::humanoid<S, E, A, B, C, D>> {
+struct param_fields<humanoid<S, E, A, B, C, D>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -157,7 +166,7 @@ struct param_fields<rlkernels::humanoid<S, E, A, B, C, D>> {
 };
 
 template <class S, bool E, bool A, bool B, bool C, bool D>
-struct param_fields<rlkernels::humanoid_standup<S, E, A, B, C, D>> {
+struct param_fields<humanoid_standup<S, E, A, B, C, D>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -171,7 +180,7 @@ struct param_fields<rlkernels::humanoid_standup<S, E, A, B, C, D>> {
 };
 
 template <class S, bool E>
-struct param_fields<rlkernels::hopper<S, E>> {
+struct param_fields<hopper<S, E>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -188,7 +197,7 @@ struct param_fields<rlkernels::hopper<S, E>> {
 };
 
 template <class S, bool E>
-struct param_fields<rlkernels::walker2d<S, E>> {
+struct param_fields<walker2d<S, E>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -204,8 +213,8 @@ struct param_fields<rlkernels::walker2d<S, E>> {
 };
 
 /// The MinAtar games: Breakout has no difficulty ramping, the others do.
-template <class S, rlkernels::minatar_action_set A>
-struct param_fields<rlkernels::minatar_breakout<S, A>> {
+template <class S, minatar_action_set A>
+struct param_fields<minatar_breakout<S, A>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("sticky_action_prob", p.sticky_action_prob);
@@ -215,8 +224,8 @@ struct param_fields<rlkernels::minatar_breakout<S, A>> {
 };
 
 #define RLK_PY_MINATAR_RAMPING(game)                              \
-  template <class S, rlkernels::minatar_action_set A>             \
-  struct param_fields<rlkernels::game<S, A>> {                    \
+  template <class S, minatar_action_set A>             \
+  struct param_fields<game<S, A>> {                    \
     template <class P, class F>                                   \
     static void visit(P& p, F&& f) {                              \
       f("sticky_action_prob", p.sticky_action_prob);              \
@@ -232,7 +241,7 @@ RLK_PY_MINATAR_RAMPING(minatar_space_invaders)
 #undef RLK_PY_MINATAR_RAMPING
 
 template <class S, int R, int C>
-struct param_fields<rlkernels::snake<S, R, C>> {
+struct param_fields<snake<S, R, C>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("num_rows", p.num_rows);
@@ -241,8 +250,8 @@ struct param_fields<rlkernels::snake<S, R, C>> {
   }
 };
 
-template <class S, int M, int V, rlkernels::maze_actions A>
-struct param_fields<rlkernels::maze<S, M, V, A>> {
+template <class S, int M, int V, maze_actions A>
+struct param_fields<maze<S, M, V, A>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("size", p.size);
@@ -254,7 +263,7 @@ struct param_fields<rlkernels::maze<S, M, V, A>> {
 /// L2F-Crazyflie-v0: the reward weights, initial-state ranges and termination thresholds of l2f's
 /// configuration (prefixed by their group), the mass, the step and the time limit.
 template <class S, int H>
-struct param_fields<rlkernels::quadrotor<S, H>> {
+struct param_fields<quadrotor<S, H>> {
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("mass", p.dynamics.mass);
@@ -283,4 +292,74 @@ struct param_fields<rlkernels::quadrotor<S, H>> {
   }
 };
 
-}  // namespace rlkernels_python
+namespace detail {
+
+/// Parses one number of an --env-param value; throws std::invalid_argument naming the field.
+inline double parse_param_number(const std::string& name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(v))
+    throw std::invalid_argument("env parameter " + name + ": '" + text + "' is not a finite number");
+  return v;
+}
+
+template <class T>
+void set_param_scalar(const std::string& name, T& field, const std::string& text) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (text == "1" || text == "true" || text == "True") field = true;
+    else if (text == "0" || text == "false" || text == "False") field = false;
+    else throw std::invalid_argument("env parameter " + name + ": '" + text + "' is not true/false (or 1/0)");
+  } else if constexpr (std::is_integral_v<T>) {
+    const double v = parse_param_number(name, text);
+    if (v != std::floor(v) || v < double(std::numeric_limits<T>::lowest()) || v > double(std::numeric_limits<T>::max()))
+      throw std::invalid_argument("env parameter " + name + ": '" + text + "' is not an integer in range");
+    field = T(v);
+  } else {
+    field = T(parse_param_number(name, text));
+  }
+}
+
+}  // namespace detail
+
+/// @brief Names of the fields param_fields<Env> lists, in its order.
+template <class Env>
+std::vector<std::string> param_names() {
+  typename Env::Params p{};
+  std::vector<std::string> names;
+  param_fields<Env>::visit(p, [&](const char* name, auto&) { names.emplace_back(name); });
+  return names;
+}
+
+/// @brief Sets the field `name` of `p` from text: a number ("0.5", "1e-3"), an integer for
+/// integer fields, true/false or 1/0 for flags, "low,high" for the two-number ranges. A rejected
+/// call leaves `p` unchanged.
+/// @throw std::invalid_argument naming the env's fields if `name` is unknown, or the field if
+///        `text` does not fit it (not finite, not an integer, not a pair)
+template <class Env>
+void set_param(typename Env::Params& p, const std::string& name, const std::string& text) {
+  typename Env::Params copy = p;
+  bool found = false;
+  param_fields<Env>::visit(copy, [&](const char* field_name, auto& field) {
+    if (name != field_name) return;
+    found = true;
+    using F = std::remove_reference_t<decltype(field)>;
+    if constexpr (std::is_array_v<F>) {
+      const std::size_t comma = text.find(',');
+      if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
+        throw std::invalid_argument("env parameter " + name + ": '" + text + "' is not a pair low,high");
+      detail::set_param_scalar(name, field[0], text.substr(0, comma));
+      detail::set_param_scalar(name, field[1], text.substr(comma + 1));
+    } else {
+      detail::set_param_scalar(name, field, text);
+    }
+  });
+  if (!found) {
+    std::string known;
+    for (const std::string& n : param_names<Env>()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown env parameter '" + name + "'; this env takes: " + known);
+  }
+  p = copy;
+}
+
+}  // namespace rlkernels
