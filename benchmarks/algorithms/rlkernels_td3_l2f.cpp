@@ -4,12 +4,13 @@
 // learning-to-fly's settling fraction on the env exactly as l2f.Environment() builds it. One run
 // per process, on one thread (the serial backend):
 //
-//   rlkernels_td3_l2f [SEED] [--angular-acceleration W] [--steps N] [--num-envs N] [--batch N]
+//   rlkernels_td3_l2f [SEED] [--env-param NAME=VALUE ...] [--steps N] [--num-envs N] [--batch N]
 //                     [--hidden H] [--layers L] [--lr X] [--exploration-noise X]
 //                     [--learning-starts N] [--eval-every N] [--eval-episodes K]
 //
-// Training reward: l2f.Environment()'s, except that --angular-acceleration sets the weight of its
-// angular-acceleration cost (l2f's value, 2, by default). With that cost, every flying step under
+// Training env: l2f.Environment()'s Params with the --env-param changes (the fields of
+// rlkernels/envs/param_fields.hpp, as train_td3 takes them), e.g. --env-param
+// reward_angular_acceleration=0 (l2f's weight is 2). With that cost, every flying step under
 // exploration noise costs about -10 and a terminating step 0, so crashing at once is what the
 // returns teach; learning-to-fly's own training starts from a reward without it and raises its
 // weights by a curriculum. The evaluation always uses l2f.Environment()'s Params unchanged; its
@@ -30,6 +31,7 @@
 // same states. The settling fraction is learning-to-fly's SettlingFractionPosition<200>: the share of
 // episodes that run all 500 steps without terminating and end with |position| < 0.2 m.
 #include <rlkernels/algorithms/td3.hpp>
+#include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/quadrotor.hpp>
 
 #include <algorithm>
@@ -40,6 +42,7 @@
 #include <ctime>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -110,7 +113,7 @@ eval_result evaluate(agent_t& agent, std::size_t episodes, std::uint64_t seed) {
 
 [[noreturn]] void usage(const char* argv0, const std::string& why) {
   std::fprintf(stderr,
-               "%s: %s\nusage: %s [SEED] [--angular-acceleration W] [--steps N] [--num-envs N] [--batch N] [--hidden H] "
+               "%s: %s\nusage: %s [SEED] [--env-param NAME=VALUE ...] [--steps N] [--num-envs N] [--batch N] [--hidden H] "
                "[--layers L] [--lr X] [--exploration-noise X] [--learning-starts N] [--eval-every N] [--eval-episodes K]\n",
                argv0, why.c_str(), argv0);
   std::exit(2);
@@ -127,7 +130,6 @@ double number(const char* argv0, const std::string& name, const std::string& tex
 
 int main(int argc, char** argv) {
   std::uint64_t seed = 0;
-  double angular_acceleration = 2;  // l2f.Environment()'s weight
   std::uint64_t eval_every = 10000;
   std::size_t eval_episodes = 100;
   // The preset: TD3 with the learning-to-fly paper's network width (64) and batch (256), on one env.
@@ -143,6 +145,7 @@ int main(int argc, char** argv) {
   c.hidden_sizes = {64, 64};
   c.hidden_activation = rlkernels::activation::relu;
   int hidden = 64, layers = 2;
+  std::vector<std::pair<std::string, std::string>> env_params;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i == 1 && a.find_first_not_of("0123456789") == std::string::npos && !a.empty()) {
@@ -150,9 +153,15 @@ int main(int argc, char** argv) {
       continue;
     }
     if (i + 1 >= argc) usage(argv[0], "'" + a + "' is not an option that takes a value here");
+    if (a == "--env-param") {
+      const std::string kv = argv[++i];
+      const std::size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) usage(argv[0], "--env-param takes NAME=VALUE, not '" + kv + "'");
+      env_params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      continue;
+    }
     const double v = number(argv[0], a, argv[++i]);
-    if (a == "--angular-acceleration") angular_acceleration = v;
-    else if (a == "--steps") c.total_timesteps = std::uint64_t(v);
+    if (a == "--steps") c.total_timesteps = std::uint64_t(v);
     else if (a == "--num-envs") c.num_envs = std::size_t(v);
     else if (a == "--batch") c.batch_size = std::size_t(v);
     else if (a == "--hidden") hidden = int(v);
@@ -170,15 +179,23 @@ int main(int argc, char** argv) {
   c.seed = seed;
 
   env_t::Params train_params{};
-  train_params.reward.angular_acceleration = float(angular_acceleration);
+  std::string changes;
+  for (const auto& [name, value] : env_params) {
+    try {
+      rlkernels::set_param<env_t>(train_params, name, value);
+    } catch (const std::invalid_argument& e) {
+      usage(argv[0], e.what());
+    }
+    changes += (changes.empty() ? "" : ", ") + name + "=" + value;
+  }
   std::printf("rlkernels_td3_l2f: TD3, serial backend (one thread), seed %llu, %llu env steps, %zu envs, batch %zu, "
               "%d x %d ReLU, lr %g, exploration noise %g, target noise %g clip %g, warm-up %llu, gamma %g, tau %g\n",
               (unsigned long long)seed, (unsigned long long)c.total_timesteps, c.num_envs, c.batch_size, layers, hidden,
               c.policy_lr, c.exploration_noise, c.policy_noise, c.noise_clip, (unsigned long long)c.learning_starts, c.gamma,
               c.tau);
-  std::printf("env: L2F-Crazyflie-v0 (l2f.Environment()); training reward angular-acceleration weight %g (l2f: 2); "
+  std::printf("env: L2F-Crazyflie-v0 (l2f.Environment()); training env changes: %s; "
               "evaluation on l2f.Environment() unchanged, %zu episodes every %llu env steps\n",
-              angular_acceleration, eval_episodes, (unsigned long long)eval_every);
+              changes.empty() ? "none" : changes.c_str(), eval_episodes, (unsigned long long)eval_every);
   std::fflush(stdout);
 
   try {

@@ -69,11 +69,15 @@
 
 namespace rlt = rl_tools;
 
-// The training reward's angular-acceleration weight: l2f.Environment()'s 2 by default; CMake also
-// builds rltools_sac_l2f_train_reward with 0, the training reward of rlkernels_td3_l2f
-// --angular-acceleration 0 (docs/quadrotor.md). The evaluation's settling fraction does not read the reward.
+// The training reward's angular-acceleration and linear-velocity weights: l2f.Environment()'s 2 and
+// 0 by default; CMake also builds rltools_sac_l2f_train_reward with 0 and 1, the training reward
+// of docs/quadrotor.md (rlkernels_td3_l2f --env-param reward_angular_acceleration=0 --env-param
+// reward_linear_velocity=1). The evaluation's settling fraction does not read the reward.
 #ifndef RLK_L2F_ANGULAR_ACCELERATION_WEIGHT
 #define RLK_L2F_ANGULAR_ACCELERATION_WEIGHT 2.00
+#endif
+#ifndef RLK_L2F_LINEAR_VELOCITY_WEIGHT
+#define RLK_L2F_LINEAR_VELOCITY_WEIGHT 0.00
 #endif
 
 namespace {
@@ -107,7 +111,7 @@ struct l2f_environment_config {
       10.00,  // position
       2.50,   // position_clip
       1.00,   // orientation
-      0.00,   // linear_velocity
+      RLK_L2F_LINEAR_VELOCITY_WEIGHT,  // linear_velocity (l2f: 0)
       0.00,   // angular_velocity
       0.00,   // linear_acceleration
       RLK_L2F_ANGULAR_ACCELERATION_WEIGHT,  // angular_acceleration (l2f: 2)
