@@ -223,7 +223,7 @@ struct param_fields<minatar_breakout<S, A>> {
   }
 };
 
-#define RLK_PY_MINATAR_RAMPING(game)                              \
+#define RLK_PARAM_FIELDS_MINATAR_RAMPING(game)                              \
   template <class S, minatar_action_set A>             \
   struct param_fields<game<S, A>> {                    \
     template <class P, class F>                                   \
@@ -234,11 +234,11 @@ struct param_fields<minatar_breakout<S, A>> {
       f("max_episode_steps", p.max_episode_steps);                \
     }                                                             \
   };
-RLK_PY_MINATAR_RAMPING(minatar_asterix)
-RLK_PY_MINATAR_RAMPING(minatar_freeway)
-RLK_PY_MINATAR_RAMPING(minatar_seaquest)
-RLK_PY_MINATAR_RAMPING(minatar_space_invaders)
-#undef RLK_PY_MINATAR_RAMPING
+RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_asterix)
+RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_freeway)
+RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_seaquest)
+RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_space_invaders)
+#undef RLK_PARAM_FIELDS_MINATAR_RAMPING
 
 template <class S, int R, int C>
 struct param_fields<snake<S, R, C>> {
