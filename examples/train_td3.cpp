@@ -2,7 +2,8 @@
 // its id (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, Hopper-v5, Walker2d-v5, Ant-v5,
 // Humanoid-v5, L2F-Crazyflie-v0),
 // entirely in C++ on the chosen backend, then evaluates the deterministic policy (the actor's action,
-// no exploration noise) over 100 episodes.
+// no exploration noise) over 100 episodes; --export-policy FILE writes it as a policy file
+// (rlkernels/algorithms/policy_file.hpp).
 //
 //   train_td3 [--env ID] [--backend serial|openmp|cuda] [--seed S] [--total-steps N] [options]
 //
@@ -31,7 +32,7 @@ namespace {
 using rlk_example::field;
 using config = rlkernels::td3_config;
 
-const rlk_example::program program{"train_td3", "TD3", "td3", "Pendulum-v1", 1000, /*exports_policy=*/false,
+const rlk_example::program program{"train_td3", "TD3", "td3", "Pendulum-v1", 1000, /*exports_policy=*/true,
                                    /*data_parallel=*/true};
 
 std::vector<rlk_example::option<config>> hyperparameters() {
@@ -42,6 +43,7 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--batch-size", &config::batch_size),
       field("--learning-starts", &config::learning_starts),
       field("--gradient-steps", &config::gradient_steps),
+      field("--train-frequency", &config::train_frequency),
       field("--gamma", &config::gamma),
       field("--tau", &config::tau),
       field("--policy-lr", &config::policy_lr),
@@ -104,7 +106,12 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
                 values, values * double(sizeof(typename td3<Env, Backend>::scalar_type)),
                 1.0 + 1.0 / double(c.policy_frequency), critics, actor);
   }
-  return rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
+  const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
+  if (status == 0 && !cl.run.export_policy.empty() && comm.rank() == 0) {
+    save_policy(agent, id, cl.run.export_policy);  // rlkernels/algorithms/policy_file.hpp
+    std::printf("policy: %s\n", cl.run.export_policy.c_str());
+  }
+  return status;
 }
 
 }  // namespace

@@ -413,7 +413,7 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
           {"--quiet", "no progress line"}};
       if (p.exports_policy)
         general.push_back({"--export-policy FILE",
-                           "write the trained deterministic policy (normaliser and actor) as text (docs/training.md)"});
+                           "write the trained deterministic policy (observation normaliser, if any, and actor) as text (docs/training.md)"});
       if (p.data_parallel) {
         general.push_back({"--distributed D",
                            "auto (default: MPI under mpirun/srun, NCCL under torchrun-style RANK/WORLD_SIZE), none, mpi "

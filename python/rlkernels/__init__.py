@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from . import _rlkernels
 from . import _spaces
 from ._estimators import gae, lambda_returns, n_step_returns, vtrace
+from ._policy import Policy, load_policy
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,8 @@ __all__ = [
     "lambda_returns",
     "n_step_returns",
     "vtrace",
+    "Policy",
+    "load_policy",
 ]
 
 _BACKENDS = ("serial", "openmp")

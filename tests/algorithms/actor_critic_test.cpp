@@ -5,6 +5,7 @@
 #include "../test_backend.hpp"
 #include "../test_files.hpp"
 
+#include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/algorithms/sac.hpp>
 #include <rlkernels/algorithms/td3.hpp>
 #include <rlkernels/envs/pendulum.hpp>
@@ -336,6 +337,20 @@ TEST_CASE("sac and td3: warm-up, update schedule, temperature and target updates
   CHECK(ts.actor_loss != 0.0);
   CHECK(td.actor().parameters_to_host() != a0);
   CHECK(td.actor_target().parameters_to_host() != at0);
+
+  // train_frequency 4: the gradient steps come on iterations 32, 36, 40, ... (every 4th, once
+  // learning_starts steps are in the buffer); gradient_steps 2 each
+  t.train_frequency = 4;
+  t.gradient_steps = 2;
+  D tf(rlk_test::backend(), t);
+  for (int i = 1; i <= 40; ++i) {
+    const td3_iteration_stats st = tf.iterate();
+    INFO("iteration " << i);
+    CHECK(st.gradient_steps == (i > 30 && i % 4 == 0 ? 2u : 0u));
+  }
+  CHECK(tf.gradient_steps() == 6);
+  t.train_frequency = 0;
+  CHECK_THROWS_WITH(D(rlk_test::backend(), t), Contains("train_frequency must be >= 1"));
 }
 
 TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs, serial and OpenMP with any thread count agree bit for bit)") {
@@ -545,6 +560,43 @@ TEST_CASE("sac and td3: act and evaluate") {
   for (float a : actions.to_host()) CHECK((a >= -2.f && a <= 2.f));
   CHECK(t.evaluate(3, 2).returns.size() == 3);
   CHECK_THROWS_WITH(t.evaluate(0, 2), Contains("episodes"));
+}
+
+TEST_CASE("td3: save_policy, then load and act, gives the agent's deterministic actions in the env's units") {
+  rlk_test::temp_dir dir;
+  td3_config c = small_td3();
+  c.hidden_activation = activation::tanh;
+  td3<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
+  while (!agent.done()) agent.iterate();  // trained a little, so the actor is not its initialisation
+  save_policy(agent, "Pendulum-v1", dir.file("td3.txt"));
+  const policy_file p = policy_file::load(dir.file("td3.txt"));
+  CHECK(p.env == "Pendulum-v1");
+  CHECK(p.continuous);
+  CHECK(p.rescale);  // tanh output in [-1, 1] onto [-2, 2], not a clip
+  CHECK(p.action_low == -2.0);
+  CHECK(p.action_high == 2.0);
+  CHECK_FALSE(p.normalize);
+  CHECK(p.layout.hidden == activation::tanh);
+  CHECK(p.layout.output == activation::tanh);
+  const std::vector<float> params = agent.actor().parameters_to_host();
+  CHECK(p.weights[0] == std::vector<double>(params.begin(), params.begin() + std::ptrdiff_t(p.weights[0].size())));
+  // Observations spread so that the actions cover the range, some saturated near +-2.
+  std::vector<float> obs;
+  for (int i = 0; i < 8; ++i)
+    for (float v : {std::cos(0.8f * float(i)), std::sin(0.8f * float(i)), 8.0f * float(i - 4)}) obs.push_back(v);
+  auto in = rlk_test::make<float>(obs);
+  auto out = rlk_test::zeros<float>(8);
+  agent.act(in.cview(), out.view(), true);
+  const std::vector<float> expected = out.to_host();
+  double spread = 0;
+  for (int i = 0; i < 8; ++i) {
+    double o[3] = {obs[std::size_t(3 * i)], obs[std::size_t(3 * i + 1)], obs[std::size_t(3 * i + 2)]}, a = 0;
+    p.act(o, &a);
+    INFO("observation " << i);
+    CHECK(a == Approx(expected[std::size_t(i)]).margin(2e-5));
+    spread = std::max(spread, std::abs(a));
+  }
+  CHECK(spread > 0.1);  // the check above is not between two zeros
 }
 
 TEST_CASE("sac and td3: configs are validated with the field named") {

@@ -485,6 +485,31 @@ TEST_CASE("policy file: save_policy, then load and act, gives the agent's determ
       INFO("observation " << i);
       CHECK(a == Approx(expected[std::size_t(i)]).margin(2e-5));
     }
+    CHECK_FALSE(p.rescale);
+    // A version 1 file (no action map: clip) reads as the same policy; a version 2 file with an
+    // unknown action map is refused.
+    std::vector<std::string> lines;
+    {
+      std::ifstream f(dir.file("p.txt"));
+      for (std::string l; std::getline(f, l);) lines.push_back(l);
+    }
+    REQUIRE(lines[0] == "rlkernels-policy 2");
+    REQUIRE(lines[3].substr(lines[3].size() - 5) == " clip");
+    auto write = [&](const std::string& name, std::vector<std::string> ls) {
+      std::ofstream o(dir.file(name), std::ios::trunc);
+      for (const std::string& l : ls) o << l << "\n";
+    };
+    std::vector<std::string> v1 = lines;
+    v1[0] = "rlkernels-policy 1";
+    v1[3].resize(v1[3].size() - 5);
+    write("v1.txt", v1);
+    const policy_file old = policy_file::load(dir.file("v1.txt"));
+    CHECK_FALSE(old.rescale);
+    CHECK(old.weights == p.weights);
+    std::vector<std::string> bad = lines;
+    bad[3].replace(bad[3].size() - 4, 4, "squash");
+    write("bad.txt", bad);
+    CHECK_THROWS_WITH(policy_file::load(dir.file("bad.txt")), Catch::Contains("line 4: the action map is 'clip' or 'rescale'"));
   }
   SECTION("discrete, raw observations") {
     ppo_config c = small_config();
@@ -536,9 +561,9 @@ TEST_CASE("policy file: a file that is not a whole policy is refused with the fi
   write({"hello"});
   refused("no 'rlkernels-policy' header");
   std::vector<std::string> v = lines;
-  v[0] = "rlkernels-policy 2";
+  v[0] = "rlkernels-policy 3";
   write(v);
-  refused("format version 2");
+  refused("format version 3");
   v = lines;
   v.resize(v.size() - 1);  // the last bias line is gone
   write(v);

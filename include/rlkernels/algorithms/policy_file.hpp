@@ -1,25 +1,27 @@
 // rlkernels/algorithms/policy_file.hpp
-// A trained PPO agent's deterministic policy as a small text file that anything can read back:
-// the observation normaliser's statistics and the actor's layers, every number written exactly
-// (C99 hex floats: strtod and Python's float.fromhex read them). save_policy() writes it;
-// policy_file::load() reads it and policy_file::act() evaluates it in double on the host (for
-// deployment, or to run the same policy in another simulator, as the MuJoCo tests do with
-// Gymnasium).
+// A trained agent's deterministic policy (PPO's or TD3's) as a small text file that anything can
+// read back: the observation normaliser's statistics (PPO) and the actor's layers, every number
+// written exactly (C99 hex floats: strtod and Python's float.fromhex read them). save_policy()
+// writes it; policy_file::load() reads it and policy_file::act() evaluates it in double on the host
+// (for deployment, or to run the same policy in another simulator, as the MuJoCo tests do with
+// Gymnasium; rlkernels.Policy reads it in Python).
 //
 // The format, line by line (docs/training.md, "Exporting a policy"):
 //
-//     rlkernels-policy 1
+//     rlkernels-policy 2
 //     env <id>
 //     observation <size>
-//     action continuous <width> <low> <high>        or: action discrete <n>
+//     action continuous <width> <low> <high> <clip|rescale>    or: action discrete <n>
 //     normalize <0|1> <clip> <epsilon>              then, when 1: a line of means, a line of variances
 //     mlp <layers> <hidden activation> <output activation>
 //     layer <in> <out>                              then <out> lines of <in> weights, a line of <out> biases
 //     (one layer block per layer)
 //
 // act(obs): x = clip((obs - mean) / sqrt(var + epsilon), -clip, clip) when normalising (else obs);
-// y = the MLP of x; the action is clip(y, low, high) (continuous) or argmax y (discrete, the
-// lowest index among ties).
+// y = the MLP of x; the action is clip(y, low, high) ("clip": PPO's Gaussian mean), or
+// low + (clip(y, -1, 1) + 1) / 2 (high - low) ("rescale": an actor that acts in [-1, 1], TD3's),
+// or argmax y (discrete, the lowest index among ties). Version 1 files (written before TD3 export)
+// have no fifth action token and mean "clip"; load() reads both versions.
 #pragma once
 
 #include "../core/error.hpp"
@@ -32,6 +34,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rlkernels {
@@ -42,7 +46,8 @@ struct policy_file {
   int observation_size = 0;           ///< observation width
   bool continuous = true;             ///< Box actions (else discrete)
   int action_size = 0;                ///< continuous: action width; discrete: number of actions
-  double action_low = 0, action_high = 0;  ///< continuous: the bounds the action is clipped to
+  double action_low = 0, action_high = 0;  ///< continuous: the env's action bounds
+  bool rescale = false;               ///< continuous: y in [-1, 1] maps onto [low, high] (else y is clipped to it)
   bool normalize = false;             ///< observations are normalised first
   double clip = 10, epsilon = 1e-8;   ///< normalisation: clip bound and epsilon
   std::vector<double> mean, var;      ///< normalisation statistics [observation_size]
@@ -82,7 +87,12 @@ struct policy_file {
     if (continuous) {
       for (int k = 0; k < action_size; ++k) {
         const double a = x[std::size_t(k)];
-        action[k] = a < action_low ? action_low : (a > action_high ? action_high : a);
+        if (rescale) {
+          const double u = a < -1.0 ? -1.0 : (a > 1.0 ? 1.0 : a);
+          action[k] = action_low + (u + 1.0) * 0.5 * (action_high - action_low);
+        } else {
+          action[k] = a < action_low ? action_low : (a > action_high ? action_high : a);
+        }
       }
     } else {
       std::size_t best = 0;
@@ -144,21 +154,27 @@ struct policy_file {
 
     std::vector<std::string> t = next("the header");
     if (t.size() != 2 || t[0] != "rlkernels-policy") throw fail("not a policy file (no 'rlkernels-policy' header)");
-    if (t[1] != "1") throw fail("format version " + t[1] + " (this build reads version 1)");
+    if (t[1] != "1" && t[1] != "2") throw fail("format version " + t[1] + " (this build reads versions 1 and 2)");
+    const bool v2 = t[1] == "2";
     p.env = keyed("env", 1)[1];
     p.observation_size = count(keyed("observation", 1)[1], 1);
     t = next("action");
-    if (t.size() == 5 && t[0] == "action" && t[1] == "continuous") {
+    if (t.size() == (v2 ? 6u : 5u) && t[0] == "action" && t[1] == "continuous") {
       p.continuous = true;
       p.action_size = count(t[2], 1);
       p.action_low = number(t[3]);
       p.action_high = number(t[4]);
       if (!(p.action_low <= p.action_high)) throw fail("action bounds low > high");
+      if (v2) {
+        if (t[5] != "clip" && t[5] != "rescale") throw fail("the action map is 'clip' or 'rescale', not '" + t[5] + "'");
+        p.rescale = t[5] == "rescale";
+      }
     } else if (t.size() == 3 && t[0] == "action" && t[1] == "discrete") {
       p.continuous = false;
       p.action_size = count(t[2], 1);
     } else {
-      throw fail("expected 'action continuous <width> <low> <high>' or 'action discrete <n>', got '" + line + "'");
+      throw fail(std::string("expected 'action continuous <width> <low> <high>") + (v2 ? " <clip|rescale>" : "") +
+                 "' or 'action discrete <n>', got '" + line + "'");
     }
     t = keyed("normalize", 3);
     p.normalize = count(t[1], 0) != 0;
@@ -204,34 +220,55 @@ inline void write_exact_line(std::FILE* f, const double* v, std::size_t n) {
 }
 }  // namespace detail
 
-/// @brief Writes the deterministic policy of a PPO agent (rlkernels::ppo; its frozen observation
-/// normaliser and its actor; for a continuous env the action's bounds) to `path` as a policy file,
-/// `env_id` naming the env. policy_file::load(path).act(obs) is then the agent's act(obs,
-/// deterministic) computed in double (the same up to the agent's own rounding in float).
+namespace detail {
+template <class Agent, class = void>
+struct has_observation_normalizer : std::false_type {};
+template <class Agent>
+struct has_observation_normalizer<Agent, std::void_t<decltype(std::declval<const Agent&>().observation_normalizer())>>
+    : std::true_type {};
+}  // namespace detail
+
+/// @brief Writes the deterministic policy of a trained agent to `path` as a policy file, `env_id`
+/// naming the env: a PPO agent's (rlkernels::ppo: its frozen observation normaliser and its actor,
+/// the Gaussian mean clipped to the env's bounds, or the argmax of a discrete policy) or a TD3
+/// agent's (rlkernels::td3: its actor, whose tanh output in [-1, 1] is rescaled onto the env's
+/// bounds). policy_file::load(path).act(obs) is then the agent's act(obs, deterministic) computed
+/// in double (the same up to the agent's own rounding in float).
 /// @throw rlkernels::error if the file cannot be written
 template <class Agent>
 void save_policy(const Agent& agent, std::string_view env_id, const std::string& path) {
   using agent_t = Agent;
   using Env = typename agent_t::env_type::env_type;
   using T = typename agent_t::scalar_type;
+  constexpr bool ppo_like = detail::has_observation_normalizer<Agent>::value;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw error("rlkernels::save_policy: cannot write " + path);
-  const auto& c = agent.config();
-  std::fprintf(f, "rlkernels-policy 1\nenv %.*s\nobservation %d\n", int(env_id.size()), env_id.data(),
+  std::fprintf(f, "rlkernels-policy 2\nenv %.*s\nobservation %d\n", int(env_id.size()), env_id.data(),
                agent_t::observation_size);
-  if constexpr (agent_t::discrete) {
-    std::fprintf(f, "action discrete %d\n", agent_t::policy_outputs);
+  bool normalize = false;
+  double clip = 10;
+  if constexpr (ppo_like) {
+    const auto& c = agent.config();
+    if constexpr (agent_t::discrete) {
+      std::fprintf(f, "action discrete %d\n", agent_t::policy_outputs);
+    } else {
+      std::fprintf(f, "action continuous %d %a %a clip\n", agent_t::action_width, double(T(Env::action_low)),
+                   double(T(Env::action_high)));
+    }
+    normalize = c.normalize_observations;
+    clip = double(T(c.observation_clip));
   } else {
-    std::fprintf(f, "action continuous %d %a %a\n", agent_t::action_width, double(T(Env::action_low)),
+    std::fprintf(f, "action continuous %d %a %a rescale\n", agent_t::action_size, double(T(Env::action_low)),
                  double(T(Env::action_high)));
   }
   // The clip bound and epsilon act() normalises with (in T, then used in double).
-  std::fprintf(f, "normalize %d %a %a\n", c.normalize_observations ? 1 : 0, double(T(c.observation_clip)),
-               double(T(1e-8)));
-  if (c.normalize_observations) {
-    const std::vector<double> mean = agent.observation_normalizer().mean(), var = agent.observation_normalizer().var();
-    detail::write_exact_line(f, mean.data(), mean.size());
-    detail::write_exact_line(f, var.data(), var.size());
+  std::fprintf(f, "normalize %d %a %a\n", normalize ? 1 : 0, clip, double(T(1e-8)));
+  if constexpr (ppo_like) {
+    if (normalize) {
+      const std::vector<double> mean = agent.observation_normalizer().mean(), var = agent.observation_normalizer().var();
+      detail::write_exact_line(f, mean.data(), mean.size());
+      detail::write_exact_line(f, var.data(), var.size());
+    }
   }
   const mlp_layout& layout = agent.actor().layout();
   const std::vector<T> raw = agent.actor().parameters_to_host();
