@@ -3,6 +3,7 @@
 // terminations and observations of 48 episodes of 128 steps in double, 16 in float, and 2000 of
 // its initial states), then the ladder: the batch on every backend, float against double, huge
 // and NaN actions, the episode-end contract and the registry.
+#include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/quadrotor.hpp>
 #include <rlkernels/envs/registry.hpp>
@@ -462,4 +463,40 @@ TEST_CASE("set_param: Params fields by name, as --env-param and make_vec's keywo
   CHECK(h.healthy_z_range[1] == 2.0);
   CHECK_THROWS_WITH(rlkernels::set_param<H>(h, "healthy_z_range", "0.5"), Catch::Contains("low,high"));
   CHECK(h.healthy_z_range[0] == 0.5);
+}
+
+TEST_CASE("the bundled Crazyflie policy (train_td3, policy file) flies l2f.Environment() from its initial states",
+          "[quadrotor][policy]") {
+  // tests/reference/l2f_crazyflie_td3_policy.txt: docs/quadrotor.md, "Using the policy". Evaluated
+  // with policy_file::act in double on quadrotor<double> with l2f.Environment()'s Params unchanged:
+  // learning-to-fly's settling fraction (episodes that run all 500 steps and end within 0.2 m) over
+  // 100 episodes is at least 0.9, as when the policy was exported (from other initial states).
+  using Q = quadrotor<double>;
+  const policy_file policy = policy_file::load(rlk_test::reference_dir() + "/l2f_crazyflie_td3_policy.txt");
+  REQUIRE(policy.env == "L2F-Crazyflie-v0");
+  REQUIRE(policy.observation_size == Q::observation_size);
+  REQUIRE(policy.action_size == Q::action_size);
+  REQUIRE(policy.rescale);
+  const Q::Params params{};
+  constexpr int episodes = 100;
+  int settled = 0, terminated = 0;
+  double obs[Q::observation_size], action[Q::action_size];
+  for (int i = 0; i < episodes; ++i) {
+    rlkernels::rng gen(20261205, std::uint64_t(i), 0);
+    Q::State s{};
+    Q::reset(params, s, gen);
+    bool ended = false;
+    for (int t = 0; t < 500 && !ended; ++t) {
+      Q::observe(params, s, obs);
+      policy.act(obs, action);
+      for (double a : action) REQUIRE((a >= -1 && a <= 1));
+      ended = Q::step(params, s, action, gen).terminated;
+    }
+    const double distance =
+        std::sqrt(s.position[0] * s.position[0] + s.position[1] * s.position[1] + s.position[2] * s.position[2]);
+    terminated += ended ? 1 : 0;
+    settled += !ended && distance < 0.2 ? 1 : 0;
+  }
+  INFO("settled " << settled << ", terminated " << terminated << " of " << episodes);
+  CHECK(settled >= 90);
 }
