@@ -23,7 +23,9 @@ sizes N, for:
   MinAtar        the minatar package's Environment, one per env, stepped in a Python loop
 
 and the training time of PPO on CartPole-v1 (seconds until the mean return of the last 100
-training episodes reaches 475) and SAC on Pendulum-v1 (10,000 env steps), ours beside RLtools
+training episodes reaches 475), SAC on Pendulum-v1 (10,000 env steps) and TD3 on the L2F quadrotor
+(training CPU seconds until learning-to-fly's settling fraction reaches 0.9, --l2f-seeds seeds; RLtools
+through our driver rltools_td3_l2f_train_reward; docs/quadrotor.md), ours beside RLtools
 (our driver benchmarks/algorithms/rltools_sac_pendulum.cpp on the headers of the rltools PyPI package,
 built by CMake when pip install rltools has installed them, or a program given by --rltools-binary) and
 Stable-Baselines3 (when installed). A baseline that is not installed, or that would not fit the
@@ -305,9 +307,49 @@ def markdown_training(rows: list[dict]) -> str:
             t = r["seconds"]
             lines.append(f"| {r['task']} | {r['system']} | {statistics.median(t):.2f} s | {min(t):.2f} – {max(t):.2f} s | "
                          f"{len(t)} | {r.get('note', '')} |")
+        elif r["status"] == "not_reached":
+            lines.append(f"| {r['task']} | {r['system']} | – | – | {len(r['raw'])} | {r['note']} |")
         else:
             lines.append(f"| {r['task']} | {r['system']} | – | – | 0 | skipped: {r['note']} |")
     return "\n".join(lines)
+
+
+L2F_TASK = "TD3 L2F-Crazyflie-v0, time to fly"
+# docs/quadrotor.md's training reward; the evaluation is on l2f.Environment() unchanged.
+L2F_TRAIN_REWARD = ["--env-param", "reward_angular_acceleration=0", "--env-param", "reward_linear_velocity=1"]
+
+
+def time_to_fly(output: str) -> dict:
+    """From the eval lines of rlkernels_td3_l2f or rltools_*_l2f (docs/quadrotor.md): the env steps,
+    training CPU seconds and wall seconds at the first evaluation with a settling fraction of at least
+    0.9 (None when no evaluation reached it), the number of evaluations and the last settling fraction."""
+    first, last, n = None, None, 0
+    for line in output.splitlines():
+        f = line.split()
+        if not f or f[0] != "eval:":
+            continue
+        d = {f[i]: float(f[i + 1]) for i in range(1, len(f) - 1, 2)}
+        n, last = n + 1, d
+        if first is None and d.get("settling_fraction", 0.0) >= 0.9:
+            first = d
+    return {"evaluations": n, "flew": first is not None,
+            "env_steps": int(first["env_steps"]) if first else None,
+            "cpu_seconds": first["training_cpu_seconds"] if first else None,
+            "seconds": first["training_seconds"] if first else None,
+            "final_settling": last["settling_fraction"] if last else None}
+
+
+def l2f_row(system: str, runs: list[dict]) -> dict:
+    """The training-table row of a list of time_to_fly results (one per seed): the CPU seconds of the
+    seeds that flew; a row whose seeds all failed says so."""
+    flew = [r for r in runs if r["flew"]]
+    note = (f"{len(flew)}/{len(runs)} seeds flew (learning-to-fly's settling fraction >= 0.9 over 100 episodes, "
+            f"evaluated every 10k env steps); training CPU seconds to the first such evaluation")
+    if flew:
+        note += "; env steps " + ", ".join(f"{r['env_steps'] // 1000}k" for r in flew)
+        return {"task": L2F_TASK, "system": system, "status": "ok", "seconds": [r["cpu_seconds"] for r in flew],
+                "note": note, "raw": runs}
+    return {"task": L2F_TASK, "system": system, "status": "not_reached", "note": note, "raw": runs}
 
 
 def replace_between(text: str, begin: str, end: str, body: str) -> str:
@@ -908,8 +950,50 @@ class Runner:
             self.training.append({"task": name, "system": f"{sb3_system} (PyTorch CPU, {threads} threads)",
                                   "status": "ok", "seconds": secs, "note": desc, "raw": infos})
             self.log(f"    SB3: median {statistics.median(secs):.2f} s")
-        order = {"PPO CartPole-v1, time to 475": 0, "SAC Pendulum-v1, 10k steps": 1}
+        self.l2f_rows()
+        order = {"PPO CartPole-v1, time to 475": 0, "SAC Pendulum-v1, 10k steps": 1, L2F_TASK: 2}
         self.training.sort(key=lambda r: order[r["task"]])
+
+    def l2f_rows(self):
+        """TD3 on the quadrotor (docs/quadrotor.md): ours (rlkernels_td3_l2f_serial, td3_preset) and
+        RLtools' TD3 with the learning-to-fly paper's hyperparameters (our driver
+        rltools_td3_l2f_train_reward on the rltools wheel's headers), both on the training reward, one
+        thread each, the same --l2f-seeds seeds one after the other."""
+        a = self.args
+        seeds = getattr(a, "l2f_seeds", 0)
+        bench = Path(a.build_dir) / "benchmarks"
+        for name, system, extra in [
+                ("rlkernels_td3_l2f_serial", "rlkernels TD3 (serial, td3_preset)", L2F_TRAIN_REWARD),
+                ("rltools_td3_l2f_train_reward", "RLtools TD3 (learning-to-fly paper's hyperparameters; our driver on "
+                 f"the headers of pip rltools {package_versions().get('rltools') or ''})".replace(" )", ")"), [])]:
+            exe = bench / name
+            if seeds <= 0:
+                self.training.append({"task": L2F_TASK, "system": system, "status": "skipped", "note": "--l2f-seeds 0"})
+                continue
+            if not exe.exists():
+                how = " (pip install rltools, then re-run CMake)" if name.startswith("rltools") else ""
+                self.training.append({"task": L2F_TASK, "system": system, "status": "skipped",
+                                      "note": f"{exe} not built{how}"})
+                continue
+            runs = []
+            for seed in range(seeds):
+                self.log(f"  {name} seed {seed} ...")
+                try:
+                    out = subprocess.run([str(exe), str(seed), *extra], capture_output=True, text=True,
+                                         timeout=a.l2f_timeout, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+                except subprocess.TimeoutExpired:
+                    runs.append({"seed": seed, "flew": False, "error": f"stopped after {a.l2f_timeout:.0f} s"})
+                    continue
+                r = time_to_fly(out.stdout)
+                r["seed"] = seed
+                if out.returncode != 0 or r["evaluations"] == 0:
+                    r["error"] = f"exit status {out.returncode}: {out.stderr.strip()[-200:]}"
+                    r["flew"] = False
+                runs.append(r)
+            row = l2f_row(system, runs)
+            self.training.append(row)
+            if row["status"] == "ok":
+                self.log(f"    {system}: {len(row['seconds'])}/{seeds} flew, median {statistics.median(row['seconds']):.1f} CPU s")
 
     def rltools_command(self) -> str:
         """The RLtools program to time: --rltools-binary, else $RLK_RLTOOLS_SAC, else the build's driver."""
@@ -970,12 +1054,17 @@ def build_targets(args, machine) -> None:
     targets = sorted({f"{ENVS[e]['binary']}_{b}" for e in args.envs for b in ("serial", "openmp")})
     if not args.skip_training:
         targets += ["ppo_bench_openmp", "offpolicy_bench_serial"]
+        if args.l2f_seeds > 0:
+            targets.append("rlkernels_td3_l2f_serial")
     if not (build / "CMakeCache.txt").exists():
         if build.resolve() != (ROOT / "build/default").resolve():
             raise SystemExit(f"compare.py: {build} is not a configured build directory (or use --build-dir build/default)")
         subprocess.run(["cmake", "--preset", "default"], cwd=ROOT, check=True)
     print(f"== building {' '.join(targets)}", flush=True)
     subprocess.run(["cmake", "--build", str(build), "--target", *targets], cwd=ROOT, check=True)
+    if not args.skip_training and args.l2f_seeds > 0:  # built only where CMake found RLtools' headers
+        subprocess.run(["cmake", "--build", str(build), "--target", "rltools_td3_l2f_train_reward"], cwd=ROOT,
+                       check=False, capture_output=True)
     if args.with_blas and not args.skip_training:
         blas = Path(args.blas_build_dir)
         if not (blas / "CMakeCache.txt").exists():
@@ -1071,7 +1160,7 @@ def main(argv=None) -> int:
                    help="largest N of the MuJoCo envs' C++ rows, ours and mj_step (default %(default)s; the Python "
                         "baselines keep to --budget)")
     p.add_argument("--skip", default="", help="comma-separated systems to leave out: " + ", ".join(PYTHON_SYSTEMS))
-    p.add_argument("--quick", action="store_true", help="3 repeats of 0.2 s, N up to 65536, 2 SB3 seeds")
+    p.add_argument("--quick", action="store_true", help="3 repeats of 0.2 s, N up to 65536, 2 SB3 and 2 L2F seeds")
     p.add_argument("--smoke", action="store_true",
                    help="seconds-long check of the whole pipeline: ours at N=1,16, each Python baseline's code "
                         "path once at N=1, tiny timings, no training rows")
@@ -1090,6 +1179,10 @@ def main(argv=None) -> int:
     p.add_argument("--sb3-ppo-max-steps", type=int, default=100000,
                    help="SB3 PPO CartPole's total_timesteps (default 100000, rl-zoo's; its lr and clip anneal over it)")
     p.add_argument("--sb3-timeout", type=float, default=900, help="seconds per SB3 run before it is stopped")
+    p.add_argument("--l2f-seeds", type=int, default=10,
+                   help="seeds of the TD3 L2F-Crazyflie-v0 rows, ours and RLtools' (default 10; 0 = none; "
+                        "about 2 CPU minutes per seed and system)")
+    p.add_argument("--l2f-timeout", type=float, default=1200, help="seconds per L2F training run before it is stopped")
     p.add_argument("--with-blas", action="store_true",
                    help="add our SAC row built with -DRLK_USE_BLAS=ON (needs a BLAS, e.g. libopenblas-dev)")
     p.add_argument("--blas-build-dir", default=str(ROOT / "build/blas"), help="that build (default build/blas)")
@@ -1109,6 +1202,7 @@ def main(argv=None) -> int:
 
     if args.quick:
         args.repeats, args.min_time, args.sb3_seeds = 3, 0.2, min(args.sb3_seeds, 2)
+        args.l2f_seeds = min(args.l2f_seeds, 2)
         args.sizes = ",".join(s for s in args.sizes.split(",") if int(s) <= 65536)
     if args.smoke:
         args.repeats, args.min_time, args.budget = 2, 0.02, 10.0

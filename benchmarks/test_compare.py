@@ -203,7 +203,7 @@ class RLtoolsBaseline(unittest.TestCase):
             for name in ("offpolicy_bench_serial", "rltools_sac_pendulum"):
                 (bench / name).write_text("")
             runner = compare.Runner(argparse.Namespace(build_dir=build, rltools_binary=None, with_blas=False,
-                                                       sb3_seeds=0, sb3_ppo_max_steps=1))
+                                                       sb3_seeds=0, sb3_ppo_max_steps=1, l2f_seeds=0))
             runner.log = lambda msg: None
             calls = []
             label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS"
@@ -235,6 +235,25 @@ class RLtoolsBaseline(unittest.TestCase):
             self.assertEqual(row["status"], "skipped")
             self.assertIn("offpolicy_bench_serial not built", row["note"])
             self.assertEqual(calls, [])
+
+    def test_time_to_fly_reads_the_first_evaluation_at_0_9(self):
+        line = ("eval: env_steps {:7d} training_seconds {:8.3f} training_cpu_seconds {:8.3f} return  -185.898 "
+                "length   27.70 settling_fraction {:.2f} terminated_fraction 0.10")
+        out = "\n".join(["rlkernels_td3_l2f: TD3 ...", line.format(0, 0, 0, 0.0), line.format(10000, 5.5, 5.0, 0.85),
+                         line.format(20000, 11.0, 10.0, 0.93), line.format(30000, 16.5, 15.0, 0.12),
+                         "first_settled_0.9: env_steps 20000 training_seconds 11.000"])
+        r = compare.time_to_fly(out)
+        self.assertEqual((r["evaluations"], r["flew"], r["env_steps"]), (4, True, 20000))
+        self.assertEqual((r["cpu_seconds"], r["seconds"], r["final_settling"]), (10.0, 11.0, 0.12))
+        never = compare.time_to_fly("\n".join([line.format(0, 0, 0, 0.0), line.format(10000, 5.5, 5.0, 0.89)]))
+        self.assertFalse(never["flew"])
+        self.assertIsNone(never["cpu_seconds"])
+        row = compare.l2f_row("ours", [r, never])
+        self.assertEqual((row["status"], row["seconds"]), ("ok", [10.0]))
+        self.assertIn("1/2 seeds flew", row["note"])
+        none = compare.l2f_row("theirs", [never])
+        self.assertEqual(none["status"], "not_reached")
+        self.assertIn("| theirs | – | – | 1 | 0/1 seeds flew", compare.markdown_training([none]))
 
     def test_system_name_and_note_come_from_the_drivers_output(self):
         label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"

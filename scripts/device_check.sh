@@ -594,6 +594,11 @@ run_trainers() {
   stage train.sac_pendulum_10k train 120 "$e/train_sac_cuda" --backend cuda --total-steps 10000 --seed 1 --no-plot \
     --quiet --out "$train"
   stage train.td3_pendulum train 120 "$e/train_td3_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$train"
+  # TD3 on the quadrotor (its preset on docs/quadrotor.md's training reward) for 50k env steps: that
+  # it trains on CUDA, and how fast; whether it flies is measured on a host (docs/quadrotor.md)
+  stage train.td3_l2f_50k train 90 "$e/train_td3_cuda" --backend cuda --env L2F-Crazyflie-v0 \
+    --env-param reward_angular_acceleration=0 --env-param reward_linear_velocity=1 --total-steps 50000 --seed 1 \
+    --no-plot --quiet --out "$train"
   stage train.dqn_cartpole train 120 "$e/train_dqn_cuda" --backend cuda --seed 1 --no-plot --quiet --out "$train"
 }
 

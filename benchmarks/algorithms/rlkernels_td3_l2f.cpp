@@ -7,6 +7,9 @@
 //   rlkernels_td3_l2f [SEED] [--env-param NAME=VALUE ...] [--steps N] [--num-envs N] [--batch N]
 //                     [--hidden H] [--layers L] [--lr X] [--exploration-noise X]
 //                     [--learning-starts N] [--eval-every N] [--eval-episodes K]
+//                     [--activation relu|tanh] [--policy-noise X] [--noise-clip X]
+//                     [--gradient-steps N] [--train-frequency N] [--policy-frequency N] [--tau X]
+//                     [--export-policy FILE]
 //
 // Training env: l2f.Environment()'s Params with the --env-param changes (the fields of
 // rlkernels/envs/param_fields.hpp, as train_td3 takes them), e.g. --env-param
@@ -25,11 +28,17 @@
 //   training_seconds: <total>   training_cpu_seconds: <total>
 //   first_settled_0.9: env_steps <n> training_seconds <s>    (or "never")
 //
+// --export-policy FILE writes the actor as a policy file (rlkernels/algorithms/policy_file.hpp) after
+// every evaluation whose settling fraction is the best so far (the first on a tie), so that FILE
+// holds the best evaluated policy of the run; a line "policy: FILE (env_steps N, settling_fraction
+// F)" says which.
+//
 // Evaluation: K = 100 episodes of the deterministic policy (the actor's action, no noise) from the
 // env's own initial-state distribution, at most 500 steps each, in batches through the actor. The
 // initial states come from a fixed seed (SEED + 1000003), so every evaluation of a run starts from the
 // same states. The settling fraction is learning-to-fly's SettlingFractionPosition<200>: the share of
 // episodes that run all 500 steps without terminating and end with |position| < 0.2 m.
+#include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/algorithms/td3.hpp>
 #include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/quadrotor.hpp>
@@ -114,7 +123,10 @@ eval_result evaluate(agent_t& agent, std::size_t episodes, std::uint64_t seed) {
 [[noreturn]] void usage(const char* argv0, const std::string& why) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [SEED] [--env-param NAME=VALUE ...] [--steps N] [--num-envs N] [--batch N] [--hidden H] "
-               "[--layers L] [--lr X] [--exploration-noise X] [--learning-starts N] [--eval-every N] [--eval-episodes K]\n",
+               "[--layers L] [--lr X] [--exploration-noise X] [--learning-starts N] [--eval-every N] [--eval-episodes K] "
+               "[--activation relu|tanh] [--policy-noise X] [--noise-clip X] [--gradient-steps N] [--train-frequency N] "
+               "[--policy-frequency N] "
+               "[--tau X] [--export-policy FILE]\n",
                argv0, why.c_str(), argv0);
   std::exit(2);
 }
@@ -132,19 +144,10 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   std::uint64_t eval_every = 10000;
   std::size_t eval_episodes = 100;
-  // The preset: TD3 with the learning-to-fly paper's network width (64) and batch (256), on one env.
-  rlkernels::td3_config c;
-  c.num_envs = 1;
-  c.total_timesteps = 300000;
-  c.batch_size = 256;
-  c.learning_starts = 10000;
-  c.policy_lr = c.q_lr = 1e-3;
-  c.exploration_noise = 0.1;
-  c.policy_noise = 0.1;
-  c.noise_clip = 0.25;
-  c.hidden_sizes = {64, 64};
-  c.hidden_activation = rlkernels::activation::relu;
+  // td3_preset("L2F-Crazyflie-v0"): what train_td3 --env L2F-Crazyflie-v0 trains with.
+  rlkernels::td3_config c = rlkernels::td3_preset("L2F-Crazyflie-v0");
   int hidden = 64, layers = 2;
+  std::string export_path;
   std::vector<std::pair<std::string, std::string>> env_params;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -160,6 +163,17 @@ int main(int argc, char** argv) {
       env_params.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
       continue;
     }
+    if (a == "--export-policy") {
+      export_path = argv[++i];
+      continue;
+    }
+    if (a == "--activation") {
+      const std::string name = argv[++i];
+      if (name == "relu") c.hidden_activation = rlkernels::activation::relu;
+      else if (name == "tanh") c.hidden_activation = rlkernels::activation::tanh;
+      else usage(argv[0], "--activation takes relu or tanh, not '" + name + "'");
+      continue;
+    }
     const double v = number(argv[0], a, argv[++i]);
     if (a == "--steps") c.total_timesteps = std::uint64_t(v);
     else if (a == "--num-envs") c.num_envs = std::size_t(v);
@@ -168,6 +182,12 @@ int main(int argc, char** argv) {
     else if (a == "--layers") layers = int(v);
     else if (a == "--lr") c.policy_lr = c.q_lr = v;
     else if (a == "--exploration-noise") c.exploration_noise = v;
+    else if (a == "--policy-noise") c.policy_noise = v;
+    else if (a == "--noise-clip") c.noise_clip = v;
+    else if (a == "--gradient-steps") c.gradient_steps = std::size_t(v);
+    else if (a == "--train-frequency") c.train_frequency = std::uint64_t(v);
+    else if (a == "--policy-frequency") c.policy_frequency = std::uint64_t(v);
+    else if (a == "--tau") c.tau = v;
     else if (a == "--learning-starts") c.learning_starts = std::uint64_t(v);
     else if (a == "--eval-every") eval_every = std::uint64_t(v);
     else if (a == "--eval-episodes") eval_episodes = std::size_t(v);
@@ -188,10 +208,12 @@ int main(int argc, char** argv) {
     }
     changes += (changes.empty() ? "" : ", ") + name + "=" + value;
   }
-  std::printf("rlkernels_td3_l2f: TD3, serial backend (one thread), seed %llu, %llu env steps, %zu envs, batch %zu, "
-              "%d x %d ReLU, lr %g, exploration noise %g, target noise %g clip %g, warm-up %llu, gamma %g, tau %g\n",
-              (unsigned long long)seed, (unsigned long long)c.total_timesteps, c.num_envs, c.batch_size, layers, hidden,
-              c.policy_lr, c.exploration_noise, c.policy_noise, c.noise_clip, (unsigned long long)c.learning_starts, c.gamma,
+  std::printf("rlkernels_td3_l2f: TD3, serial backend (one thread), seed %llu, %llu env steps, %zu envs, batch %zu x %zu every %llu "
+              "iterations, "
+              "%d x %d %s, lr %g, exploration noise %g, target noise %g clip %g, warm-up %llu, gamma %g, tau %g\n",
+              (unsigned long long)seed, (unsigned long long)c.total_timesteps, c.num_envs, c.batch_size, c.gradient_steps,
+              (unsigned long long)c.train_frequency, layers, hidden,
+              c.hidden_activation == rlkernels::activation::tanh ? "tanh" : "ReLU", c.policy_lr, c.exploration_noise, c.policy_noise, c.noise_clip, (unsigned long long)c.learning_starts, c.gamma,
               c.tau);
   std::printf("env: L2F-Crazyflie-v0 (l2f.Environment()); training env changes: %s; "
               "evaluation on l2f.Environment() unchanged, %zu episodes every %llu env steps\n",
@@ -205,6 +227,8 @@ int main(int argc, char** argv) {
     bool settled_reported = false;
     double settled_seconds = 0;
     std::uint64_t settled_env_steps = 0;
+    double best_settling = -1;
+    std::uint64_t best_env_steps = 0;
     auto report = [&](std::uint64_t env_steps) {
       const eval_result r = evaluate(agent, eval_episodes, eval_seed);
       std::printf("eval: env_steps %7llu training_seconds %8.3f training_cpu_seconds %8.3f return %9.3f length %7.2f "
@@ -212,6 +236,11 @@ int main(int argc, char** argv) {
                   (unsigned long long)env_steps, seconds, cpu_seconds, r.return_mean, r.length_mean, r.settling_fraction,
                   r.terminated_fraction);
       std::fflush(stdout);
+      if (!export_path.empty() && r.settling_fraction > best_settling) {
+        best_settling = r.settling_fraction;
+        best_env_steps = env_steps;
+        rlkernels::save_policy(agent, "L2F-Crazyflie-v0", export_path);
+      }
       if (!settled_reported && r.settling_fraction >= 0.9) {
         settled_reported = true;
         settled_seconds = seconds;
@@ -230,6 +259,9 @@ int main(int argc, char** argv) {
       while (next <= agent.global_step()) next += eval_every;
     }
     std::printf("training_seconds: %.6f\ntraining_cpu_seconds: %.6f\n", seconds, cpu_seconds);
+    if (!export_path.empty())
+      std::printf("policy: %s (env_steps %llu, settling_fraction %.2f)\n", export_path.c_str(),
+                  (unsigned long long)best_env_steps, best_settling);
     if (settled_reported)
       std::printf("first_settled_0.9: env_steps %llu training_seconds %.3f\n", (unsigned long long)settled_env_steps,
                   settled_seconds);

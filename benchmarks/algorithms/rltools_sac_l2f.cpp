@@ -3,30 +3,33 @@
 // (src/rl/zoo/l2f/sac_tiny.h at rl-tools commit 1d76a23c), on the L2F quadrotor exactly as the l2f
 // Python package (l2f==2.0.18) builds it in l2f.Environment() (env_builder::ENVIRONMENT_FACTORY in
 // its environment.h). Written against RLtools' public headers as the rltools 2.2.1 PyPI wheel ships
-// them (rltools/external/rl_tools/include; the same include/ tree as rl-tools 1d76a23c). One run per
-// process:
+// them (rltools/external/rl_tools/include; the same include/ tree as rl-tools 1d76a23c). Compiled
+// with -DRLK_L2F_TD3=1 (CMake: rltools_td3_l2f_train_reward), the same program trains RLtools' own
+// TD3 instead, with the hyperparameters of the "Learning to Fly in Seconds" paper (below); the
+// environment, the evaluation and the output are the same. One run per process:
 //
-//   rltools_sac_l2f [SEED]      (SEED: default 0)
+//   rltools_sac_l2f [SEED]      (SEED: default 0; likewise the TD3 build)
 //
 // prints, besides header lines, one line per evaluation (every 10,000 env steps, and once before
 // training):
 //   eval: env_steps <n> training_seconds <s> training_cpu_seconds <c> return <mean return>
 //         length <mean episode length> settling_fraction <share> terminated_fraction <share>
-// where training_seconds is the steady_clock time spent in the SAC loop so far (after allocation
-// and network initialisation; the evaluations are not timed) and training_cpu_seconds the process
-// CPU time of the same spans (steadier on a busy machine); then
+// where training_seconds is the steady_clock time spent in the RLtools training loop so far (after
+// allocation and network initialisation; the evaluations are not timed) and training_cpu_seconds
+// the process CPU time of the same spans (steadier on a busy machine); then
 //   training_seconds: <total>   training_cpu_seconds: <total>
 //   first_settled_0.9: env_steps <n> training_seconds <s>    (or "never")
 //
 // Evaluation (written here, not RLtools' rl::utils::evaluation, because it must see the final
-// states): 100 episodes of the deterministic policy (the tanh of the policy's mean:
-// Mode<mode::Evaluation>) from the env's own initial-state distribution (sample_initial_parameters,
-// which returns the nominal parameters here, then sample_initial_state), at most 500 steps each,
-// stepped as one batch of 100 through the actor. A fresh random engine seeded with SEED + 1000003
-// at every evaluation, so all evaluations of a run start from the same 100 initial states and the
-// training random stream is untouched. The settling fraction is learning-to-fly's
-// SettlingFractionPosition<200>: the share of episodes that run all 500 steps without terminating
-// and end with |position| < 0.2 m (the Euclidean norm of the final state's position).
+// states): 100 episodes of the deterministic policy (Mode<mode::Evaluation>: SAC, the tanh of the
+// policy's mean; TD3, the actor's output without exploration noise) from the env's own
+// initial-state distribution (sample_initial_parameters, which returns the nominal parameters here,
+// then sample_initial_state), at most 500 steps each, stepped as one batch of 100 through the
+// actor. A fresh random engine seeded with SEED + 1000003 at every evaluation, so all evaluations
+// of a run start from the same 100 initial states and the training random stream is untouched. The
+// settling fraction is learning-to-fly's SettlingFractionPosition<200>: the share of episodes that
+// run all 500 steps without terminating and end with |position| < 0.2 m (the Euclidean norm of the
+// final state's position).
 //
 // SAC hyperparameters: those of sac_tiny.h, set through the loop's public configuration
 // (rl::algorithms::sac::loop::core::DefaultParameters / Config, the same off-policy runner and SAC
@@ -40,23 +43,66 @@
 // episode (a no-op here: no domain randomisation). Only the environment differs from the zoo: the
 // zoo trains on its own "tiny" L2F variant (50 Hz, 2-step action history, 250-step episodes,
 // lighter and slower-motor Crazyflie, 20-degree initial tilt); this driver uses l2f.Environment()'s.
+//
+// TD3 hyperparameters (RLK_L2F_TD3=1): those of the paper's TD3 (the learning-to-fly repository's
+// src/config/config.h and actor_and_critic.h), set through the wheel's TD3 loop configuration
+// (rl::algorithms::td3::loop::core::DefaultParameters / Config and rl::algorithms::td3::
+// DefaultParameters): 1 environment; 300,000 loop steps = env steps (the wheel's TD3 loop, unlike
+// its SAC loop, stops only once its counter passes STEP_LIMIT, so it runs 300,001 steps, as the
+// paper's STEP_LIMIT 300001 did; the 300,001st is timed but not evaluated); replay capacity 300,000
+// (all of them); batch 256 for actor and critics; critic update and critic target update every 10
+// steps, actor update and actor target update every 20 (the paper's TRAINING_INTERVAL 10); Polyak
+// 0.995 for both targets (the library default); target-policy smoothing noise std 0.2 clipped at
+// 0.5; gamma 0.99; termination respected; exploration noise std 0.1 (the actor's td3_sampling
+// layer, which the off-policy runner steps in Rollout mode). Warm-up: critic updates from step
+// 15,000, actor updates from step 30,000 (N_WARMUP_STEPS_CRITIC / N_WARMUP_STEPS_ACTOR); the wheel's
+// separate uniform-random-action warm-up N_WARMUP_STEPS is 0: the paper's loop (rl-tools'
+// td3/loop.h of the time) had none, its noisy actor collected from step 0. Each critic update and
+// each actor update draws its own batch (SHARED_BATCH false: the paper's loop gathered one batch per
+// critic and one for the actor).
+// Actor: MLP obs (82) -> 64 -> 64 -> 4, FAST_TANH hidden and output (the wheel's
+// ConfigApproximatorsMLP fixes the actor's output to TANH, so the actor is rebuilt here, from the
+// same public model types, with FAST_TANH; then the td3_sampling layer, as there); critics: MLP
+// (82 + 4) -> 64 -> 64 -> 1, FAST_TANH hidden, identity output (3 layers each). Adam for actor and
+// critics with TensorFlow's defaults (step size 1e-3, epsilon 1e-7), weight decay 1e-4 on every
+// layer (ENABLE_WEIGHT_DECAY with WEIGHT_DECAY = WEIGHT_DECAY_INPUT = WEIGHT_DECAY_OUTPUT = 1e-4, as
+// the paper set them), no gradient clipping. The wheel's TD3 itself (unchanged here) also runs the
+// target actor and the actor update through the td3_sampling layer in its default mode, i.e. with
+// the 0.1 exploration noise on top of the target-policy smoothing noise.
+// What this TD3 driver deliberately does NOT replicate from the paper: its reward curriculum, its
+// observation noise, its disturbance forces, its asymmetric (privileged) critic observation, its
+// 32-step action history (l2f.Environment() keeps 16), and its own initial reward function; the
+// environment is l2f.Environment()'s, with only the training-reward change below (the CMake target
+// builds it with angular-acceleration weight 0 and linear-velocity weight 1).
 
-// RLtools resolves its operations by overloads: every operations header of the pieces the SAC loop
-// uses comes before the loop's own (the device first, the Adam optimiser before the models, the
+#ifndef RLK_L2F_TD3
+#define RLK_L2F_TD3 0  // 1: RLtools' TD3 with the paper's hyperparameters instead of the zoo's SAC
+#endif
+
+// RLtools resolves its operations by overloads: every operations header of the pieces the SAC (TD3)
+// loop uses comes before the loop's own (the device first, the Adam optimiser before the models, the
 // environment before the off-policy runner). The L2F environment's generic operations are enough
 // here (its operations_cpu.h adds only JSON/UI helpers and needs nlohmann/json, which the wheel does
 // not ship).
 #include <rl_tools/operations/cpu_mux.h>
 #include <rl_tools/nn/optimizers/adam/instance/operations_generic.h>
 #include <rl_tools/nn/operations_cpu_mux.h>
+#if RLK_L2F_TD3
+#include <rl_tools/nn/layers/td3_sampling/operations_generic.h>
+#else
 #include <rl_tools/nn/layers/sample_and_squash/operations_generic.h>
+#endif
 #include <rl_tools/nn_models/mlp/operations_generic.h>
 #include <rl_tools/nn_models/sequential/operations_generic.h>
 #include <rl_tools/nn/optimizers/adam/operations_generic.h>
 #include <rl_tools/rl/environments/l2f/operations_generic.h>
 #include <rl_tools/rl/environments/l2f/parameters/default.h>
 #include <rl_tools/nn_models/operations_cpu.h>
+#if RLK_L2F_TD3
+#include <rl_tools/rl/algorithms/td3/loop/core/operations_generic.h>  // the layers' operations, then config.h
+#else
 #include <rl_tools/rl/algorithms/sac/loop/core/operations_generic.h>  // the layers' operations, then config.h
+#endif
 
 #include <chrono>
 #include <cmath>
@@ -70,9 +116,10 @@
 namespace rlt = rl_tools;
 
 // The training reward's angular-acceleration and linear-velocity weights: l2f.Environment()'s 2 and
-// 0 by default; CMake also builds rltools_sac_l2f_train_reward with 0 and 1, the training reward
-// of docs/quadrotor.md (rlkernels_td3_l2f --env-param reward_angular_acceleration=0 --env-param
-// reward_linear_velocity=1). The evaluation's settling fraction does not read the reward.
+// 0 by default; CMake also builds rltools_sac_l2f_train_reward and rltools_td3_l2f_train_reward
+// with 0 and 1, the training reward of docs/quadrotor.md (rlkernels_td3_l2f --env-param
+// reward_angular_acceleration=0 --env-param reward_linear_velocity=1). The evaluation's settling
+// fraction does not read the reward.
 #ifndef RLK_L2F_ANGULAR_ACCELERATION_WEIGHT
 #define RLK_L2F_ANGULAR_ACCELERATION_WEIGHT 2.00
 #endif
@@ -192,6 +239,86 @@ static_assert(env_t::ACTION_DIM == 4);
 static_assert(env_t::EPISODE_STEP_LIMIT == 500);
 
 // ---------------------------------------------------------------------------------------------------
+#if RLK_L2F_TD3
+// TD3: the paper's values (see the header comment).
+constexpr index_t n_environments = 1;
+constexpr index_t loop_steps = 300000;  // x 1 environment = 300,000 env steps
+
+struct adam_parameters : rlt::nn::optimizers::adam::DEFAULT_PARAMETERS_TENSORFLOW<type_policy> {
+  static constexpr scalar_t ALPHA = 1e-3;  // the library default, actor and critics alike
+  static constexpr bool ENABLE_GRADIENT_CLIPPING = false;
+  static constexpr bool ENABLE_WEIGHT_DECAY = true;
+  static constexpr scalar_t WEIGHT_DECAY = 1e-4;         // hidden layers
+  static constexpr scalar_t WEIGHT_DECAY_INPUT = 1e-4;   // input layers
+  static constexpr scalar_t WEIGHT_DECAY_OUTPUT = 1e-4;  // output layers
+};
+
+struct loop_parameters : rlt::rl::algorithms::td3::loop::core::DefaultParameters<type_policy, index_t, env_t> {
+  struct TD3_PARAMETERS : rlt::rl::algorithms::td3::DefaultParameters<type_policy, index_t> {
+    static constexpr index_t ACTOR_BATCH_SIZE = 256;
+    static constexpr index_t CRITIC_BATCH_SIZE = 256;
+    static constexpr index_t CRITIC_TRAINING_INTERVAL = 10;
+    static constexpr index_t ACTOR_TRAINING_INTERVAL = 20;
+    static constexpr index_t CRITIC_TARGET_UPDATE_INTERVAL = 10;
+    static constexpr index_t ACTOR_TARGET_UPDATE_INTERVAL = 20;
+    static constexpr scalar_t TARGET_NEXT_ACTION_NOISE_STD = 0.2;
+    static constexpr scalar_t TARGET_NEXT_ACTION_NOISE_CLIP = 0.5;
+    static constexpr scalar_t GAMMA = 0.99;
+    static constexpr bool IGNORE_TERMINATION = false;
+    static constexpr index_t SEQUENCE_LENGTH = 1;
+    // ACTOR_POLYAK, CRITIC_POLYAK: the library default (0.995)
+  };
+  static constexpr index_t N_ENVIRONMENTS = n_environments;
+  static constexpr index_t STEP_LIMIT = loop_steps;
+  static constexpr index_t REPLAY_BUFFER_CAP = 300000;  // all env steps
+  static constexpr index_t EPISODE_STEP_LIMIT = 500;
+  static constexpr index_t N_WARMUP_STEPS = 0;  // no uniform-random actions: the noisy actor from step 0
+  static constexpr index_t N_WARMUP_STEPS_CRITIC = 15000;
+  static constexpr index_t N_WARMUP_STEPS_ACTOR = 30000;
+  static constexpr index_t ACTOR_NUM_LAYERS = 3;
+  static constexpr index_t ACTOR_HIDDEN_DIM = 64;
+  static constexpr auto ACTOR_ACTIVATION_FUNCTION = rlt::nn::activation_functions::ActivationFunction::FAST_TANH;
+  static constexpr index_t CRITIC_NUM_LAYERS = 3;
+  static constexpr index_t CRITIC_HIDDEN_DIM = 64;
+  static constexpr auto CRITIC_ACTIVATION_FUNCTION = rlt::nn::activation_functions::ActivationFunction::FAST_TANH;
+  static constexpr scalar_t EXPLORATION_NOISE = 0.1;
+  static constexpr bool SHARED_BATCH = false;  // a batch per critic update and per actor update
+  static constexpr bool COLLECT_EPISODE_STATS = false;
+  using OPTIMIZER_PARAMETERS = adam_parameters;
+};
+static_assert(loop_parameters::N_WARMUP_STEPS_CRITIC >= loop_parameters::TD3_PARAMETERS::CRITIC_BATCH_SIZE &&
+                  loop_parameters::N_WARMUP_STEPS_ACTOR >= loop_parameters::TD3_PARAMETERS::ACTOR_BATCH_SIZE,
+              "the first batch needs that many transitions");
+
+// The wheel's MLP approximators, but with the paper's FAST_TANH output on the actor (theirs: TANH).
+// Their critic reads the ACTOR_* sizes and activation, hence the assertion that both agree.
+template <typename TYPE_POLICY, typename TI, typename ENVIRONMENT, typename PARAMETERS, bool DYNAMIC_ALLOCATION>
+struct td3_approximators : rlt::rl::algorithms::td3::loop::core::ConfigApproximatorsMLP<TYPE_POLICY, TI, ENVIRONMENT,
+                                                                                        PARAMETERS, DYNAMIC_ALLOCATION> {
+  using base = rlt::rl::algorithms::td3::loop::core::ConfigApproximatorsMLP<TYPE_POLICY, TI, ENVIRONMENT, PARAMETERS,
+                                                                            DYNAMIC_ALLOCATION>;
+  static_assert(PARAMETERS::CRITIC_NUM_LAYERS == PARAMETERS::ACTOR_NUM_LAYERS &&
+                PARAMETERS::CRITIC_HIDDEN_DIM == PARAMETERS::ACTOR_HIDDEN_DIM &&
+                PARAMETERS::CRITIC_ACTIVATION_FUNCTION == PARAMETERS::ACTOR_ACTIVATION_FUNCTION);
+  template <typename CAPABILITY>
+  struct ACTOR {
+    using wheel_actor = typename base::template ACTOR<CAPABILITY>;
+    using MLP_CONFIG = rlt::nn_models::mlp::Configuration<
+        TYPE_POLICY, TI, ENVIRONMENT::ACTION_DIM, PARAMETERS::ACTOR_NUM_LAYERS, PARAMETERS::ACTOR_HIDDEN_DIM,
+        PARAMETERS::ACTOR_ACTIVATION_FUNCTION, rlt::nn::activation_functions::ActivationFunction::FAST_TANH>;
+    using MLP = rlt::nn_models::mlp::BindConfiguration<MLP_CONFIG>;
+    using MODULE_CHAIN = rlt::nn_models::sequential::Module<
+        MLP, rlt::nn_models::sequential::Module<typename wheel_actor::SAMPLING>>;  // the exploration noise
+    using MODEL = rlt::nn_models::sequential::Build<CAPABILITY, MODULE_CHAIN, typename wheel_actor::INPUT_SHAPE>;
+  };
+  using ACTOR_TYPE =
+      typename ACTOR<rlt::nn::capability::Gradient<rlt::nn::parameters::Adam, DYNAMIC_ALLOCATION>>::MODEL;
+  using ACTOR_TARGET_TYPE = typename ACTOR<rlt::nn::capability::Forward<DYNAMIC_ALLOCATION>>::MODEL;
+};
+
+using loop_config = rlt::rl::algorithms::td3::loop::core::Config<type_policy, index_t, rng_t, env_t, loop_parameters,
+                                                                 td3_approximators>;
+#else
 // SAC: sac_tiny.h's values.
 constexpr index_t n_environments = 8;
 constexpr index_t loop_steps = 35000;  // x 8 environments = 280,000 env steps
@@ -246,6 +373,7 @@ static_assert(loop_parameters::N_WARMUP_STEPS >= loop_parameters::SAC_PARAMETERS
               "the first batch needs that many transitions");
 
 using loop_config = rlt::rl::algorithms::sac::loop::core::Config<type_policy, index_t, rng_t, env_t, loop_parameters>;
+#endif
 using loop_state = loop_config::State<loop_config>;
 static_assert(loop_config::ENVIRONMENT_STEPS_PER_LOOP_STEP == n_environments);
 
@@ -368,11 +496,43 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (argc == 2) seed = static_cast<index_t>(std::strtoull(argv[1], nullptr, 10));
+#if RLK_L2F_TD3
+  {
+    using p = loop_parameters;
+    using td3 = p::TD3_PARAMETERS;
+    std::printf("rltools_td3_l2f: RLtools TD3 %s (headers of the rltools PyPI wheel), backend %s, seed %zu, "
+                "%zu loop steps x %zu envs = %zu env steps\n",
+                RL_TOOLS_STRINGIFY(RL_TOOLS_COMMIT_HASH), backend_name(), static_cast<std::size_t>(seed),
+                static_cast<std::size_t>(loop_steps), static_cast<std::size_t>(n_environments),
+                static_cast<std::size_t>(loop_steps * n_environments));
+    std::printf("td3: learning-to-fly paper hyperparameters: replay %zu, batch %zu/%zu (actor/critic, %s), "
+                "intervals critic %zu actor %zu critic_target %zu actor_target %zu, polyak %.4f/%.4f, "
+                "target noise std %.2f clip %.2f, gamma %.3f, ignore_termination %d, exploration noise %.2f, "
+                "warm-up random %zu critic %zu actor %zu, actor %zu layers x %zu fast_tanh (fast_tanh output), "
+                "critic %zu layers x %zu fast_tanh (identity output), adam alpha %.0e epsilon %.0e "
+                "weight_decay %.0e/%.0e/%.0e (hidden/input/output)\n",
+                static_cast<std::size_t>(p::REPLAY_BUFFER_CAP), static_cast<std::size_t>(td3::ACTOR_BATCH_SIZE),
+                static_cast<std::size_t>(td3::CRITIC_BATCH_SIZE), p::SHARED_BATCH ? "shared" : "separate batches",
+                static_cast<std::size_t>(td3::CRITIC_TRAINING_INTERVAL),
+                static_cast<std::size_t>(td3::ACTOR_TRAINING_INTERVAL),
+                static_cast<std::size_t>(td3::CRITIC_TARGET_UPDATE_INTERVAL),
+                static_cast<std::size_t>(td3::ACTOR_TARGET_UPDATE_INTERVAL), double(td3::ACTOR_POLYAK),
+                double(td3::CRITIC_POLYAK), double(td3::TARGET_NEXT_ACTION_NOISE_STD),
+                double(td3::TARGET_NEXT_ACTION_NOISE_CLIP), double(td3::GAMMA), int(td3::IGNORE_TERMINATION),
+                double(p::EXPLORATION_NOISE), static_cast<std::size_t>(p::N_WARMUP_STEPS),
+                static_cast<std::size_t>(p::N_WARMUP_STEPS_CRITIC), static_cast<std::size_t>(p::N_WARMUP_STEPS_ACTOR),
+                static_cast<std::size_t>(p::ACTOR_NUM_LAYERS), static_cast<std::size_t>(p::ACTOR_HIDDEN_DIM),
+                static_cast<std::size_t>(p::CRITIC_NUM_LAYERS), static_cast<std::size_t>(p::CRITIC_HIDDEN_DIM),
+                double(adam_parameters::ALPHA), double(adam_parameters::EPSILON), double(adam_parameters::WEIGHT_DECAY),
+                double(adam_parameters::WEIGHT_DECAY_INPUT), double(adam_parameters::WEIGHT_DECAY_OUTPUT));
+  }
+#else
   std::printf("rltools_sac_l2f: RLtools %s (headers of the rltools PyPI wheel), backend %s, seed %zu, "
               "%zu loop steps x %zu envs = %zu env steps\n",
               RL_TOOLS_STRINGIFY(RL_TOOLS_COMMIT_HASH), backend_name(), static_cast<std::size_t>(seed),
               static_cast<std::size_t>(loop_steps), static_cast<std::size_t>(n_environments),
               static_cast<std::size_t>(loop_steps * n_environments));
+#endif
   {
     const auto& p = l2f_environment_config::nominal_parameters;
     const auto& r = p.mdp.reward;
