@@ -226,6 +226,11 @@ struct has_observation_normalizer : std::false_type {};
 template <class Agent>
 struct has_observation_normalizer<Agent, std::void_t<decltype(std::declval<const Agent&>().observation_normalizer())>>
     : std::true_type {};
+template <class Agent, class = void>
+struct has_deterministic_actor : std::false_type {};
+template <class Agent>
+struct has_deterministic_actor<Agent, std::void_t<decltype(Agent::deterministic_actor)>>
+    : std::bool_constant<Agent::deterministic_actor> {};
 }  // namespace detail
 
 /// @brief Writes the deterministic policy of a trained agent to `path` as a policy file, `env_id`
@@ -241,6 +246,8 @@ void save_policy(const Agent& agent, std::string_view env_id, const std::string&
   using Env = typename agent_t::env_type::env_type;
   using T = typename agent_t::scalar_type;
   constexpr bool ppo_like = detail::has_observation_normalizer<Agent>::value;
+  static_assert(ppo_like || detail::has_deterministic_actor<Agent>::value,
+                "rlkernels::save_policy writes a ppo or a td3 agent (SAC's and DQN's policies are not exported yet)");
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw error("rlkernels::save_policy: cannot write " + path);
   std::fprintf(f, "rlkernels-policy 2\nenv %.*s\nobservation %d\n", int(env_id.size()), env_id.data(),

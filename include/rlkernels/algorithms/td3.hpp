@@ -152,6 +152,8 @@ class td3 {
   using T = scalar_type;                               ///< shorthand for scalar_type
   static constexpr int observation_size = env_type::observation_size;  ///< O
   static constexpr int action_size = env_type::action_width;           ///< D
+  /// The policy is the actor alone, mu(s) in [-1, 1]^D (save_policy() writes it with the "rescale" map).
+  static constexpr bool deterministic_actor = true;
 
   /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
   /// ranks (every rank constructs its agent with the same config), this rank's envs are
