@@ -1,30 +1,50 @@
 #!/usr/bin/env python3
 """Plots the learning curves of several seeds per env side by side (one panel per env), from the
 CSV files the training examples write (examples/training_ui.hpp: columns global_step and
-mean_return_100), with an optional target line per env.
+mean_return_100), with an optional target line per env. A file that is not such a CSV is read as
+the output of the quadrotor drivers (benchmarks/algorithms/rlkernels_td3_l2f.cpp, rltools_sac_l2f.cpp:
+their "eval:" lines), and its curve is learning-to-fly's settling fraction (docs/quadrotor.md).
 
-usage: plot_seed_curves.py OUT.png TITLE ENV[@TARGET]=CSV[,CSV...] [ENV[@TARGET]=CSV[,CSV...] ...]
+usage: plot_seed_curves.py OUT.png TITLE ENV[@TARGET]=FILE[,FILE...] [ENV[@TARGET]=FILE[,FILE...] ...]
 
 e.g. plot_seed_curves.py docs/training/ppo_mujoco.png "PPO, 5 seeds" \\
          "HalfCheetah-v5@2900=runs/hc1.csv,runs/hc2.csv" "Hopper-v5@1200=runs/h1.csv"
+     plot_seed_curves.py docs/training/td3_l2f.png "TD3 on L2F-Crazyflie-v0" \\
+         "rlkernels TD3@0.9=runs/ours_0.txt,runs/ours_1.txt" "RLtools TD3@0.9=runs/rlt_0.txt"
 
 Exits with status 3 when matplotlib is missing.
 """
 import csv
 import math
 import os
+import re
 import sys
 
+RETURN_LABEL = "mean return, last 100 training episodes"
+SETTLING_LABEL = "settling fraction (100 episodes)"
 
-def read_curve(path):
-    steps, returns = [], []
+
+def read_curve(path, index):
+    """(steps, values, seed label, y label) of a training CSV or of a quadrotor driver's output."""
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
+        text = f.read()
+    if text.split("\n", 1)[0].split(",").count("mean_return_100"):
+        steps, returns = [], []
+        for row in csv.DictReader(text.splitlines()):
             r = float(row["mean_return_100"])
             if not math.isnan(r):
                 steps.append(int(row["global_step"]))
                 returns.append(r)
-    return steps, returns
+        return steps, returns, f"seed {index + 1}", RETURN_LABEL
+    steps, settling = [], []
+    for line in text.splitlines():
+        t = line.split()
+        if t and t[0] == "eval:":
+            d = {t[i]: float(t[i + 1]) for i in range(1, len(t) - 1, 2)}
+            steps.append(int(d["env_steps"]))
+            settling.append(d["settling_fraction"])
+    seed = re.search(r"\bseed (\d+)", text)
+    return steps, settling, f"seed {seed.group(1) if seed else index + 1}", SETTLING_LABEL
 
 
 def main(argv):
@@ -47,16 +67,16 @@ def main(argv):
         if "@" in name:
             name, t = name.split("@", 1)
             target = float(t)
-        for i, path in enumerate(files.split(",")):
-            steps, returns = read_curve(path)
-            ax.plot(steps, returns, linewidth=1.2, label=f"seed {i + 1}")
+        for i, path in enumerate(p for p in files.split(",") if p):
+            steps, values, label, ylabel = read_curve(path, i)
+            ax.plot(steps, values, linewidth=1.2, label=label)
         if target is not None:
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_title(name)
         ax.set_xlabel("environment steps")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    axes[0][0].set_ylabel("mean return, last 100 training episodes")
+    axes[0][0].set_ylabel(ylabel)
     fig.suptitle(title)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
