@@ -204,6 +204,269 @@ TEST_CASE("quadrotor resets draw from l2f's initial-state distribution", "[quadr
   CHECK(rlk_test::ks_two_sample(wrong_w, theirs[3]).p_value < 1e-6);
 }
 
+// ---- domain randomisation -------------------------------------------------------------------------------
+
+namespace {
+
+/// Every Randomization option on, with the defaults' ranges (those l2f_record.cpp's dr_factory sets).
+template <class S>
+typename quadrotor<S>::Params all_randomised() {
+  typename quadrotor<S>::Params p{};
+  auto& r = p.randomization;
+  r.thrust_to_weight = r.mass = r.torque_to_inertia = r.mass_size_deviation = r.rotor_torque_constant =
+      r.rotor_time_constant = r.disturbance_force = true;
+  return p;
+}
+
+/// Params whose `dynamics` is the airframe `a` (as l2f stores a sampled one) with randomisation
+/// off, except the disturbance force (which only the state can carry).
+template <class S>
+typename quadrotor<S>::Params as_dynamics(const typename quadrotor<S>::Params& nominal,
+                                          const typename quadrotor<S>::Airframe& a) {
+  typename quadrotor<S>::Params p = nominal;
+  auto& d = p.dynamics;
+  d.mass = a.mass;
+  for (int r = 0; r < 4; ++r) {
+    for (int k = 0; k < 3; ++k) d.rotor_thrust_coefficients[r][k] *= a.thrust_scale;
+    for (int k = 0; k < 3; ++k) d.rotor_positions[r][k] *= a.arm_scale;
+    d.rotor_torque_constants[r] = a.torque_constant;
+    d.rotor_time_constants_rising[r] = a.time_constant_rising;
+    d.rotor_time_constants_falling[r] = a.time_constant_falling;
+  }
+  for (int i = 0; i < 3; ++i) {
+    d.J[i][i] /= a.inertia_scale;
+    d.J_inv[i][i] *= a.inertia_scale;
+  }
+  p.termination.position = a.position_limit;
+  p.randomization = {};
+  p.randomization.disturbance_force = true;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("quadrotor domain randomisation samples l2f's airframe distribution", "[quadrotor][reference][statistics]") {
+  using Q = quadrotor<double>;
+  const f64_table ref("l2f_dr_samples.f64");
+  REQUIRE(ref.cols == 18);
+  const Q::Params params = all_randomised<double>();
+  const Q::Dynamics& d = params.dynamics;
+  constexpr std::size_t n = 20000;
+  // mass, c2, J diagonal, rotor 0 x and y, torque constant, rising, falling, force, position
+  // threshold, init max_position (10 x the longest arm: half the threshold), position
+  std::vector<std::vector<double>> ours(18), theirs(18);
+  for (std::size_t i = 0; i < n; ++i) {
+    rng gen(4242, i);
+    Q::State s;
+    Q::reset(params, s, gen);
+    const Q::Airframe& a = s.airframe;
+    const double x[18] = {a.mass, d.rotor_thrust_coefficients[0][2] * a.thrust_scale, d.J[0][0] / a.inertia_scale,
+                          d.J[1][1] / a.inertia_scale, d.J[2][2] / a.inertia_scale, d.rotor_positions[0][0] * a.arm_scale,
+                          d.rotor_positions[0][1] * a.arm_scale, a.torque_constant, a.time_constant_rising,
+                          a.time_constant_falling, a.force[0], a.force[1], a.force[2], a.position_limit,
+                          a.position_limit / 2, s.position[0], s.position[1], s.position[2]};
+    for (int k = 0; k < 18; ++k) ours[std::size_t(k)].push_back(x[k]);
+    REQUIRE((a.mass >= 0.02 && a.mass <= 5));
+    REQUIRE((a.time_constant_rising >= 0.05 && a.time_constant_rising <= 0.09));
+    for (int k = 0; k < 3; ++k) REQUIRE(std::abs(s.position[k]) <= a.position_limit / 2);
+  }
+  for (std::size_t i = 0; i < ref.rows; ++i)
+    for (int k = 0; k < 18; ++k) theirs[std::size_t(k)].push_back(ref.row(i)[k]);
+  for (int k = 0; k < 18; ++k) {
+    const rlk_test::two_sample_result ks = rlk_test::ks_two_sample(ours[std::size_t(k)], theirs[std::size_t(k)]);
+    INFO("quantity " << k << ": KS " << ks.statistic << ", p " << ks.p_value);
+    CHECK(ks.p_value > 1e-3);
+  }
+  // A wrong distribution is caught: the mass uniform in kg instead of uniform in size.
+  std::vector<double> wrong_mass;
+  for (std::size_t i = 0; i < n; ++i) wrong_mass.push_back(rng(99, i).uniform<double>(0.02, 5.0));
+  CHECK(rlk_test::ks_two_sample(wrong_mass, theirs[0]).p_value < 1e-6);
+}
+
+TEST_CASE("quadrotor<double> with l2f's randomised airframes steps as l2f does, bit for bit", "[quadrotor][reference]") {
+  using Q = quadrotor<double>;
+  const f64_table episodes("l2f_dr_episodes.f64"), steps("l2f_dr_steps.f64");
+  REQUIRE(episodes.cols == 1 + 47 + 17 + 64);
+  REQUIRE(steps.cols == 25);
+  const std::size_t n = episodes.rows, t_max = steps.rows / n;
+  REQUIRE(steps.rows == n * t_max);
+  rng gen(0, 0);
+  std::size_t numbers = 0, terminations = 0;
+  for (std::size_t e = 0; e < n; ++e) {
+    const double* r = episodes.row(e) + 1;
+    // l2f's sampled airframe as Params::dynamics; the disturbance force through the state
+    Q::Params p{};
+    p.dynamics.mass = r[0];
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 3; ++j) p.dynamics.rotor_thrust_coefficients[k][j] = r[1 + 3 * k + j];
+    for (int k = 0; k < 4; ++k) p.dynamics.rotor_torque_constants[k] = r[13 + k];
+    for (int k = 0; k < 4; ++k) p.dynamics.rotor_time_constants_rising[k] = r[17 + k];
+    for (int k = 0; k < 4; ++k) p.dynamics.rotor_time_constants_falling[k] = r[21 + k];
+    for (int i = 0; i < 3; ++i) p.dynamics.J[i][i] = r[25 + i];
+    for (int i = 0; i < 3; ++i) p.dynamics.J_inv[i][i] = r[28 + i];
+    for (int k = 0; k < 4; ++k)
+      for (int j = 0; j < 3; ++j) p.dynamics.rotor_positions[k][j] = r[31 + 3 * k + j];
+    p.termination.position = r[46];
+    p.randomization.disturbance_force = true;
+    Q::State s{};
+    for (int i = 0; i < 3; ++i) s.airframe.force[i] = r[43 + i];
+    const double* x = r + 47;
+    for (int i = 0; i < 3; ++i) s.position[i] = x[i];
+    for (int i = 0; i < 4; ++i) s.orientation[i] = x[3 + i];
+    for (int i = 0; i < 3; ++i) s.linear_velocity[i] = x[7 + i];
+    for (int i = 0; i < 3; ++i) s.angular_velocity[i] = x[10 + i];
+    for (int i = 0; i < 4; ++i) s.rpm[i] = x[13 + i];
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 4; ++k) s.action_history[j][k] = x[17 + 4 * j + k];
+    s.history_step = 0;
+    REQUIRE(s.airframe.force[0] != 0);
+    for (std::size_t t = 0; t < t_max; ++t) {
+      const double* row = steps.row(e * t_max + t);
+      INFO("episode " << e << " step " << t);
+      REQUIRE(row[0] == double(e));
+      const double action[4] = {row[2], row[3], row[4], row[5]};
+      const step_result<double> out = Q::step(p, s, action, gen);
+      double mine[17];
+      state_numbers<double>(s, mine);
+      for (int i = 0; i < 17; ++i) {
+        INFO("state number " << i << ": " << mine[i] << " vs l2f " << row[6 + i]);
+        REQUIRE(same_bits(mine[i], row[6 + i]));
+      }
+      numbers += 17;
+      REQUIRE(same_bits(out.reward, row[23]));
+      REQUIRE(out.terminated == (row[24] != 0));
+      terminations += out.terminated;
+    }
+  }
+  CHECK(numbers >= 20000);
+  CHECK(terminations > 100);
+  CHECK(terminations < steps.rows);
+}
+
+TEMPLATE_TEST_CASE("quadrotor: a randomised episode steps as the sampled airframe written into Params does",
+                   "[quadrotor]", float, double) {
+  // The airframe's scale factors are applied where l2f stores the scaled values, so a state that
+  // carries them steps bit for bit as Params::dynamics holding the scaled airframe (which the
+  // golden test above checks against l2f).
+  using Q = quadrotor<TestType>;
+  const typename Q::Params params = all_randomised<TestType>();
+  std::size_t numbers = 0;
+  for (std::uint64_t e = 0; e < 64; ++e) {
+    rng gen(7, e);
+    typename Q::State s;
+    Q::reset(params, s, gen);
+    const typename Q::Params written = as_dynamics<TestType>(params, s.airframe);
+    typename Q::State w = s;
+    for (std::uint64_t t = 0; t < 60; ++t) {
+      TestType action[4];
+      for (int k = 0; k < 4; ++k) action[k] = TestType(hash_action(e, t, k, 1.2));
+      const step_result<TestType> a = Q::step(params, s, action, gen);
+      const step_result<TestType> b = Q::step(written, w, action, gen);
+      double x[17], y[17];
+      state_numbers<TestType>(s, x);
+      state_numbers<TestType>(w, y);
+      for (int i = 0; i < 17; ++i) REQUIRE(same_bits(x[i], y[i]));
+      REQUIRE(same_bits(double(a.reward), double(b.reward)));
+      REQUIRE(a.terminated == b.terminated);
+      numbers += 17;
+    }
+  }
+  CHECK(numbers == 64 * 60 * 17);
+}
+
+TEST_CASE("quadrotor randomisation: options off draw nothing; an option changes only its quantities", "[quadrotor]") {
+  using Q = quadrotor<double>;
+  const Q::Params nominal{};
+  Q::Params only_motors{};
+  only_motors.randomization.rotor_time_constant = true;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    rng g1(3, i), g2(3, i);
+    Q::State a, b;
+    Q::reset(nominal, a, g1);
+    Q::reset(only_motors, b, g2);
+    // nominal airframe without randomisation
+    REQUIRE(a.airframe.mass == nominal.dynamics.mass);
+    REQUIRE(a.airframe.thrust_scale == 1);
+    REQUIRE(a.airframe.position_limit == nominal.termination.position);
+    REQUIRE(a.airframe.force[2] == 0);
+    // the motors' time constants are drawn (two draws first), everything else nominal
+    REQUIRE((b.airframe.time_constant_rising >= 0.05 && b.airframe.time_constant_rising < 0.09));
+    REQUIRE((b.airframe.time_constant_falling >= 0.07 && b.airframe.time_constant_falling < 0.3));
+    REQUIRE(b.airframe.mass == nominal.dynamics.mass);
+    REQUIRE(b.airframe.inertia_scale == 1);
+    REQUIRE(b.airframe.position_limit == nominal.termination.position);
+  }
+}
+
+TEST_CASE("vec_env<quadrotor> rejects invalid randomisation ranges, naming the option", "[quadrotor][vec_env]") {
+  using Q = quadrotor<float>;
+  auto rejects = [](Q::Params p, const std::string& what) {
+    try {
+      vec_env<Q, serial_backend> env(serial, 4, 1, p);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  Q::Params p{};
+  p.randomization.thrust_to_weight = true;
+  p.randomization.thrust_to_weight_min = 1.2f;  // l2f requires at least 1.5
+  rejects(p, "thrust_to_weight");
+  p = {};
+  p.randomization.mass = true;
+  p.randomization.mass_min = 2;
+  p.randomization.mass_max = 1;
+  rejects(p, "mass");
+  p = {};
+  p.randomization.rotor_time_constant = true;
+  p.randomization.rotor_time_constant_falling_max = std::numeric_limits<float>::quiet_NaN();
+  rejects(p, "rotor_time_constant_falling");
+  p = {};
+  p.randomization.disturbance_force = true;
+  p.randomization.disturbance_force_max = 0;
+  rejects(p, "disturbance_force_max");
+  p = {};
+  p.randomization.mass_min = -1;  // off: its range is not checked
+  vec_env<Q, serial_backend> ok(serial, 4, 1, p);
+  CHECK(ok.num_envs() == 4);
+}
+
+TEMPLATE_TEST_CASE("vec_env<quadrotor> with every randomisation option equals the serial batch", "[quadrotor][vec_env]",
+                   float, double) {
+  using Env = quadrotor<TestType>;
+  constexpr std::size_t n = 97;
+  const typename Env::Params p = all_randomised<TestType>();
+  vec_env<Env, rlk_test::backend_t> env(rlk_test::backend(), n, 11, p);
+  vec_env<Env, serial_backend> ref(serial, n, 11, p);
+  buffer<TestType, rlk_test::backend_t> actions(rlk_test::backend(), n * 4);
+  buffer<TestType, serial_backend> ref_actions(serial, n * 4);
+  std::vector<TestType> a(n * 4);
+  std::size_t ends = 0;
+  double worst = 0;
+  for (std::uint64_t t = 0; t < 300; ++t) {
+    for (std::size_t i = 0; i < n; ++i)
+      for (int k = 0; k < 4; ++k) a[i * 4 + k] = TestType(hash_action(i, t, k, 1.0));
+    actions.assign(a);
+    ref_actions.assign(a);
+    env.step(actions.cview());
+    ref.step(ref_actions.cview());
+    const std::vector<TestType> rew = env.rewards().to_host(), ref_rew = ref.rewards().to_host();
+    if (!rlk_test::on_cuda) {
+      INFO("step " << t);
+      REQUIRE(env.observations().to_host() == ref.observations().to_host());
+      REQUIRE(rew == ref_rew);
+      REQUIRE(env.terminated().to_host() == ref.terminated().to_host());
+    } else {
+      // CUDA's cbrt, log, sin and cos (the reset's draws) may differ from glibc's in the last bit
+      for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(rew[i]) - double(ref_rew[i])));
+    }
+    for (auto x : ref.terminated().to_host()) ends += x != 0;
+  }
+  CHECK(ends > n);
+  if (rlk_test::on_cuda) WARN("CUDA against serial with randomisation: largest reward difference " << worst);
+}
+
 // ---- the batch on the backend -------------------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("vec_env<quadrotor> on the test backend equals the serial batch", "[quadrotor][vec_env]", float,
@@ -437,6 +700,10 @@ TEST_CASE("set_param: Params fields by name, as --env-param and make_vec's keywo
   CHECK_FALSE(p.termination.enabled);
   rlkernels::set_param<Q>(p, "max_episode_steps", "250");
   CHECK(p.max_episode_steps == 250);
+  rlkernels::set_param<Q>(p, "randomize_mass", "true");
+  rlkernels::set_param<Q>(p, "randomize_mass_max", "0.05");
+  CHECK(p.randomization.mass);
+  CHECK(p.randomization.mass_max == 0.05f);
   const std::vector<std::string> names = rlkernels::param_names<Q>();
   CHECK(std::find(names.begin(), names.end(), "reward_angular_acceleration") != names.end());
 

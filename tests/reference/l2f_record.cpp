@@ -12,6 +12,16 @@
 //   l2f_initial.f64      [E, 1 + 17 + 64]  episode, initial state, initial action history (oldest slot first)
 //   l2f_observations.f64 [kObsEpisodes * (T + 1), 82]  observe() of the initial state and after each step
 //   l2f_steps_float.f64  [kFloatEpisodes * T, 17 + 2]  the same episodes in a float build: state after, reward, terminated
+// With every domain-randomisation option of l2f on (the ranges of rlkernels::quadrotor's
+// Randomization defaults; dr_factory below), sample_initial_parameters then sample_initial_state:
+//   l2f_dr_samples.f64   [kDrSamples, 18]  mass, thrust coefficient c2 of rotor 0, J diagonal [3],
+//                        rotor 0's x and y, torque constant, time constants rising and falling,
+//                        force [3], termination position threshold, init max_position, position [3]
+//   l2f_dr_episodes.f64  [kDrEpisodes, 1 + 47 + 17 + 64]  episode; the sampled airframe: mass,
+//                        thrust coefficients [4][3], torque constants [4], rising [4], falling [4],
+//                        J diagonal [3], J_inv diagonal [3], rotor positions [4][3], force [3],
+//                        position threshold; the initial state and action history
+//   l2f_dr_steps.f64     [kDrEpisodes * kDrSteps, 2 + 4 + 17 + 2]  as l2f_steps.f64, with those airframes
 #include <rl_tools/operations/cpu.h>
 
 #include "environment.h"
@@ -31,6 +41,9 @@ constexpr TI kSteps = 128;
 constexpr TI kObsEpisodes = 4;
 constexpr TI kFloatEpisodes = 16;
 constexpr TI kResetSamples = 2000;
+constexpr TI kDrSamples = 2000;
+constexpr TI kDrEpisodes = 16;
+constexpr TI kDrSteps = 100;
 
 struct table {
   std::size_t cols;
@@ -77,19 +90,52 @@ struct action_source {
   }
 };
 
+/// l2f.Environment()'s configuration with every domain-randomisation option on.
 template <class T>
+struct dr_factory {
+  using BASE = env_builder::ENVIRONMENT_FACTORY<DEVICE, T, TI>;
+  struct OPTIONS {
+    static constexpr bool ENABLED = true;
+    static constexpr bool THRUST_TO_WEIGHT = true;
+    static constexpr bool MASS = true;
+    static constexpr bool TORQUE_TO_INERTIA = true;
+    static constexpr bool MASS_SIZE_DEVIATION = true;
+    static constexpr bool ROTOR_TORQUE_CONSTANT = true;
+    static constexpr bool DISTURBANCE_FORCE = true;
+    static constexpr bool ROTOR_TIME_CONSTANT = true;
+  };
+  using PARAMETERS_TYPE = env_builder::ParametersTrajectory<env_builder::ParametersTrajectorySpecification<
+      T, TI, typename BASE::TRAJECTORY_OPTIONS,
+      env_builder::ParametersDomainRandomization<env_builder::ParametersDomainRandomizationSpecification<
+          T, TI, OPTIONS,
+          env_builder::ParametersDisturbances<env_builder::ParametersSpecification<
+              T, TI, env_builder::ParametersBase<typename BASE::PARAMETERS_SPEC>>>>>>>;
+  // thrust-to-weight, torque-to-inertia, mass, mass-size deviation, rotor time constants
+  // (rising, falling), rotor torque constant, orientation offset (unused), disturbance force
+  static constexpr typename PARAMETERS_TYPE::DomainRandomization domain_randomization = {
+      1.5, 5.0, 536, 933, 0.02, 5.0, 0.1, 0.05, 0.09, 0.07, 0.3, 0.005, 0.05, 0.0, 0.1};
+  static constexpr PARAMETERS_TYPE nominal_parameters = {
+      {{{BASE::dynamics, BASE::integration, BASE::mdp}, BASE::disturbances}, domain_randomization}, BASE::trajectory};
+  struct STATIC_PARAMETERS : BASE::ENVIRONMENT_STATIC_PARAMETERS {
+    using PARAMETERS = PARAMETERS_TYPE;
+    static constexpr auto PARAMETER_VALUES = nominal_parameters;
+  };
+  using ENVIRONMENT = rlt::rl::environments::Multirotor<rlt::rl::environments::l2f::Specification<T, TI, STATIC_PARAMETERS>>;
+};
+
+template <class T, class ENV = typename env_builder::ENVIRONMENT_FACTORY<DEVICE, T, TI>::ENVIRONMENT>
 struct episodes_run {
-  using ENVIRONMENT = typename env_builder::ENVIRONMENT_FACTORY<DEVICE, T, TI>::ENVIRONMENT;
+  using ENVIRONMENT = ENV;
   DEVICE device;
   ENVIRONMENT env;
   typename ENVIRONMENT::Parameters parameters;
   typename DEVICE::SPEC::RANDOM::template ENGINE<> rng;
 
-  episodes_run() {
+  explicit episodes_run(std::uint64_t seed = 20261204) {
     rlt::malloc(device, env);
     rlt::init(device, env);
     rlt::malloc(device, rng);
-    rlt::init(device, rng, 20261204);
+    rlt::init(device, rng, seed);
     rlt::initial_parameters(device, env, parameters);
   }
 
@@ -97,6 +143,12 @@ struct episodes_run {
     typename ENVIRONMENT::State s{};  // value-initialised: l2f leaves the trajectory type unset
     rlt::sample_initial_state(device, env, parameters, s, rng);
     return s;
+  }
+
+  /// sample_initial_parameters (the domain randomisation), then sample_initial_state.
+  typename ENVIRONMENT::State sample_randomised() {
+    rlt::sample_initial_parameters(device, env, parameters, rng);
+    return sample();
   }
 
   void observe(const typename ENVIRONMENT::State& s, std::vector<double>& out) {
@@ -173,10 +225,63 @@ int main(int argc, char** argv) {
       }
     }
   }
+
+  // Domain randomisation: the sampled airframes, and episodes stepped with them.
+  episodes_run<double, dr_factory<double>::ENVIRONMENT> dr(20261205);
+  table dr_samples(18), dr_episodes(1 + 47 + 17 + 64), dr_steps(2 + 4 + 17 + 2);
+  for (TI i = 0; i < kDrSamples; ++i) {
+    const auto s = dr.sample_randomised();
+    const auto& d = dr.parameters.dynamics;
+    for (double x : {d.mass, d.rotor_thrust_coefficients[0][2], d.J[0][0], d.J[1][1], d.J[2][2], d.rotor_positions[0][0],
+                     d.rotor_positions[0][1], d.rotor_torque_constants[0], d.rotor_time_constants_rising[0],
+                     d.rotor_time_constants_falling[0], s.force[0], s.force[1], s.force[2],
+                     dr.parameters.mdp.termination.position_threshold, dr.parameters.mdp.init.max_position,
+                     s.position[0], s.position[1], s.position[2]})
+      dr_samples.v.push_back(x);
+  }
+  for (TI e = 0; e < kDrEpisodes; ++e) {
+    auto s = dr.sample_randomised();
+    const auto& d = dr.parameters.dynamics;
+    std::vector<double>& row = dr_episodes.v;
+    row.push_back(double(e));
+    row.push_back(d.mass);
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 3; ++k) row.push_back(d.rotor_thrust_coefficients[r][k]);
+    for (int r = 0; r < 4; ++r) row.push_back(d.rotor_torque_constants[r]);
+    for (int r = 0; r < 4; ++r) row.push_back(d.rotor_time_constants_rising[r]);
+    for (int r = 0; r < 4; ++r) row.push_back(d.rotor_time_constants_falling[r]);
+    for (int i = 0; i < 3; ++i) row.push_back(d.J[i][i]);
+    for (int i = 0; i < 3; ++i) row.push_back(d.J_inv[i][i]);
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < 3; ++k) row.push_back(d.rotor_positions[r][k]);
+    for (int i = 0; i < 3; ++i) row.push_back(s.force[i]);
+    row.push_back(dr.parameters.mdp.termination.position_threshold);
+    push_state(row, s);
+    for (TI j = 0; j < 16; ++j)
+      for (TI k = 0; k < 4; ++k) row.push_back(double(s.action_history[j][k]));
+    action_source actions(2000 + std::uint64_t(e));
+    for (TI t = 0; t < kDrSteps; ++t) {
+      double a[4];
+      actions.next(e, t, a);
+      double reward;
+      bool terminated;
+      dr.step(s, a, reward, terminated);
+      dr_steps.v.push_back(double(e));
+      dr_steps.v.push_back(double(t));
+      for (int k = 0; k < 4; ++k) dr_steps.v.push_back(a[k]);
+      push_state(dr_steps.v, s);
+      dr_steps.v.push_back(reward);
+      dr_steps.v.push_back(terminated ? 1.0 : 0.0);
+    }
+  }
+
   resets.write(dir + "/l2f_resets.f64");
   steps.write(dir + "/l2f_steps.f64");
   initial.write(dir + "/l2f_initial.f64");
   observations.write(dir + "/l2f_observations.f64");
   steps_float.write(dir + "/l2f_steps_float.f64");
+  dr_samples.write(dir + "/l2f_dr_samples.f64");
+  dr_episodes.write(dir + "/l2f_dr_episodes.f64");
+  dr_steps.write(dir + "/l2f_dr_steps.f64");
   return 0;
 }

@@ -7,7 +7,7 @@
 #
 #   bash tests/reference/l2f_record.sh [output directory, default tests/reference]
 #
-# Needs g++ (C++17) and pip. Writes l2f_{resets,steps,initial,observations,steps_float}.f64.
+# Needs g++ (C++17) and pip. Writes l2f_{resets,steps,initial,observations,steps_float,dr_samples,dr_episodes,dr_steps}.f64.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="$(cd "${1:-$here}" && pwd)"

@@ -94,6 +94,13 @@ struct has_action_mask<Env, void_t<decltype(Env::action_mask(std::declval<const 
                                                              std::declval<const typename Env::State&>(),
                                                              std::declval<std::uint8_t*>()))>> : std::true_type {};
 
+/// True when Env checks its parameters: `static void validate(const Params&)` (host only),
+/// throwing std::invalid_argument naming what is wrong. Optional; vec_env calls it at construction.
+template <class Env, class = void> struct has_validate_params : std::false_type {};
+template <class Env>
+struct has_validate_params<Env, void_t<decltype(Env::validate(std::declval<const typename Env::Params&>()))>>
+    : std::true_type {};
+
 template <class Env, bool Discrete = (Env::action_space == action_kind::discrete)>
 struct action_argument {
   using type = std::int32_t;

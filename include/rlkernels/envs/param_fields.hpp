@@ -289,6 +289,27 @@ struct param_fields<quadrotor<S, H>> {
     f("termination_linear_velocity", p.termination.linear_velocity);
     f("termination_angular_velocity", p.termination.angular_velocity);
     f("max_episode_steps", p.max_episode_steps);
+    f("randomize_thrust_to_weight", p.randomization.thrust_to_weight);
+    f("randomize_thrust_to_weight_min", p.randomization.thrust_to_weight_min);
+    f("randomize_thrust_to_weight_max", p.randomization.thrust_to_weight_max);
+    f("randomize_mass", p.randomization.mass);
+    f("randomize_mass_min", p.randomization.mass_min);
+    f("randomize_mass_max", p.randomization.mass_max);
+    f("randomize_torque_to_inertia", p.randomization.torque_to_inertia);
+    f("randomize_torque_to_inertia_min", p.randomization.torque_to_inertia_min);
+    f("randomize_torque_to_inertia_max", p.randomization.torque_to_inertia_max);
+    f("randomize_mass_size_deviation", p.randomization.mass_size_deviation);
+    f("randomize_mass_size_deviation_std", p.randomization.mass_size_deviation_std);
+    f("randomize_rotor_torque_constant", p.randomization.rotor_torque_constant);
+    f("randomize_rotor_torque_constant_min", p.randomization.rotor_torque_constant_min);
+    f("randomize_rotor_torque_constant_max", p.randomization.rotor_torque_constant_max);
+    f("randomize_rotor_time_constant", p.randomization.rotor_time_constant);
+    f("randomize_rotor_time_constant_rising_min", p.randomization.rotor_time_constant_rising_min);
+    f("randomize_rotor_time_constant_rising_max", p.randomization.rotor_time_constant_rising_max);
+    f("randomize_rotor_time_constant_falling_min", p.randomization.rotor_time_constant_falling_min);
+    f("randomize_rotor_time_constant_falling_max", p.randomization.rotor_time_constant_falling_max);
+    f("randomize_disturbance_force", p.randomization.disturbance_force);
+    f("randomize_disturbance_force_max", p.randomization.disturbance_force_max);
   }
 };
 

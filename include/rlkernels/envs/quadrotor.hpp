@@ -7,12 +7,14 @@
 #pragma once
 
 #include "../core/config.hpp"
+#include "../core/error.hpp"
 #include "../core/math.hpp"
 #include "../core/random.hpp"
 #include "env.hpp"
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 
 namespace rlkernels {
 
@@ -147,17 +149,94 @@ struct quadrotor {
     Scalar angular_velocity = Scalar(35);      ///< any |w_i| above (rad/s)
   };
 
+  /// @brief Domain randomisation of the airframe at every reset: l2f's `DomainRandomization`
+  /// options, sampled as l2f's `sample_initial_parameters` samples them, in its order, before the
+  /// initial state. Every option is off by default, as in l2f.Environment(); an option that is
+  /// off draws no random number (the resets of an env without randomisation are unchanged).
+  ///
+  /// The ranges' defaults are those l2f enables with its `DOMAIN_RANDOMIZATION_OPTIONS::ENABLED`,
+  /// except torque_to_inertia and the rotor time constants, where l2f's enabled values (0.001-0.1,
+  /// and 0) would freeze the rotation or divide by 0: there they are the Crazyflie-class ranges
+  /// l2f's own comments give. What is sampled (see Airframe):
+  /// - thrust_to_weight ~ U(min, max): every thrust coefficient scales to give it.
+  /// - mass: a size ~ U(cbrt(mass_min), cbrt(mass_max)), mass = size^3 (kg, absolute, not a
+  ///   factor); thrust scales with it, so thrust-to-weight stays.
+  /// - torque_to_inertia (rad/s^2 at full differential thrust) ~ U(min, max): the inertia's
+  ///   diagonal scales to give it.
+  /// - mass_size_deviation: the arm length scales with cbrt(mass ratio) times a factor from
+  ///   l2f's draw N(-deviation, deviation) mapped to 1/(1 - f) below 0 and 1 + f above (l2f's
+  ///   mean of -deviation is kept); with torque_to_inertia or this, the termination box and the
+  ///   initial position range become 20 and 10 times the longest arm, as in l2f.
+  /// - rotor_torque_constant ~ U(min, max) for all rotors (N m per N).
+  /// - rotor_time_constant: rising ~ U(min, max), falling ~ U(min, max) (s), for all rotors.
+  /// - disturbance_force: a force constant over the episode, N(0, sigma) per world axis, with
+  ///   sigma = U(0, max(0, thrust_to_weight - 1) * disturbance_force_max) * thrust_to_weight *
+  ///   mass / 3 (l2f's formula, in its units).
+  /// vec_env rejects (std::invalid_argument) an enabled option with an empty or invalid range.
+  struct Randomization {
+    bool thrust_to_weight = false;                ///< randomise the thrust-to-weight ratio
+    Scalar thrust_to_weight_min = Scalar(1.5);    ///< >= 1.5, as l2f requires
+    Scalar thrust_to_weight_max = Scalar(5);      ///< > min
+    bool mass = false;                            ///< randomise the mass (and the thrust with it)
+    Scalar mass_min = Scalar(0.02);               ///< kg, > 0
+    Scalar mass_max = Scalar(5);                  ///< kg, > min
+    bool torque_to_inertia = false;               ///< randomise the inertia through the torque-to-inertia ratio
+    Scalar torque_to_inertia_min = Scalar(536);   ///< rad/s^2, > 0
+    Scalar torque_to_inertia_max = Scalar(933);   ///< rad/s^2, > min
+    bool mass_size_deviation = false;             ///< randomise the arm length around the mass's scale
+    Scalar mass_size_deviation_std = Scalar(0.1); ///< l2f's mass_size_deviation, > 0
+    bool rotor_torque_constant = false;           ///< randomise the rotors' drag-torque constant
+    Scalar rotor_torque_constant_min = Scalar(0.005);  ///< > 0
+    Scalar rotor_torque_constant_max = Scalar(0.05);   ///< > min
+    bool rotor_time_constant = false;             ///< randomise the motors' time constants
+    Scalar rotor_time_constant_rising_min = Scalar(0.05);   ///< s, > 0
+    Scalar rotor_time_constant_rising_max = Scalar(0.09);   ///< s, > min
+    Scalar rotor_time_constant_falling_min = Scalar(0.07);  ///< s, > 0
+    Scalar rotor_time_constant_falling_max = Scalar(0.3);   ///< s, > min
+    bool disturbance_force = false;               ///< a random constant force per episode
+    Scalar disturbance_force_max = Scalar(0.1);   ///< in multiples of the surplus thrust-to-weight, > 0
+
+    /// True when any option is on.
+    RLK_HOST_DEVICE bool any() const noexcept {
+      return thrust_to_weight || mass || torque_to_inertia || mass_size_deviation || rotor_torque_constant ||
+             rotor_time_constant || disturbance_force;
+    }
+    /// True when the thrust coefficients are scaled (Airframe::thrust_scale is used).
+    RLK_HOST_DEVICE bool scales_thrust() const noexcept { return thrust_to_weight || mass; }
+    /// True when the inertia and arms are scaled (Airframe::inertia_scale, arm_scale, position_limit).
+    RLK_HOST_DEVICE bool scales_geometry() const noexcept { return torque_to_inertia || mass_size_deviation; }
+  };
+
   /// Everything l2f.Environment() configures; another airframe is another `dynamics`.
   struct Params {
     Dynamics dynamics{};                       ///< airframe
     Reward reward{};                           ///< reward weights
     Init init{};                               ///< initial-state distribution
     Termination termination{};                 ///< termination thresholds
+    Randomization randomization{};             ///< domain randomisation at reset (off)
     Scalar dt = Scalar(1.0 / Scalar(100));     ///< RK4 step (s): 100 Hz
     Scalar state_limit_position = Scalar(100000);          ///< positions are clamped to +-this
     Scalar state_limit_linear_velocity = Scalar(100000);   ///< velocities are clamped to +-this
     Scalar state_limit_angular_velocity = Scalar(100000);  ///< angular velocities are clamped to +-this
     int max_episode_steps = 500;               ///< l2f's EPISODE_STEP_LIMIT (5 s)
+  };
+
+  /// @brief The airframe of one episode, as domain randomisation sampled it: l2f's nominal
+  /// Dynamics with every thrust coefficient times thrust_scale, the inertia's diagonal divided by
+  /// inertia_scale (its inverse's times it), the rotor positions times arm_scale. step() reads a
+  /// field only while the option that samples it is on (Randomization::scales_thrust(), ...), so
+  /// a State built by hand needs none of them without randomisation; reset() fills them all
+  /// (nominal values for the options that are off).
+  struct Airframe {
+    Scalar mass;                   ///< kg
+    Scalar thrust_scale;           ///< multiplies every thrust coefficient
+    Scalar inertia_scale;          ///< divides the inertia's diagonal, multiplies its inverse's
+    Scalar arm_scale;              ///< multiplies the rotor positions
+    Scalar torque_constant;        ///< every rotor's drag torque per N (rotor_torque_constant)
+    Scalar time_constant_rising;   ///< every motor's (rotor_time_constant)
+    Scalar time_constant_falling;  ///< every motor's (rotor_time_constant)
+    Scalar force[3];               ///< N, world frame, constant over the episode (disturbance_force)
+    Scalar position_limit;         ///< termination box half-width (m), 20 x the longest arm (scales_geometry())
   };
 
   /// The flying body and the action history.
@@ -169,18 +248,23 @@ struct quadrotor {
     Scalar rpm[4];               ///< rotor speeds, normalised to [0, 1]
     Scalar action_history[HistoryLength][4];  ///< ring buffer of the actions given to step()
     std::int32_t history_step;   ///< the slot the next action goes to
+    Airframe airframe;           ///< this episode's sampled airframe (read only for the enabled options)
   };
 
   /// l2f's `sample_initial_state`: with probability `guidance` at the origin, level and at rest;
   /// otherwise a uniform position, a rotation about a uniform axis by an angle from U(0, 1) rad and
   /// uniform velocities. Rotor speeds uniform (in [0, 0.5] by default) in both cases; the action
   /// history holds them as actions.
+  /// With domain randomisation (Params::randomization), the airframe is sampled first (l2f's
+  /// order), and the initial position range may follow its size.
   template <class Rng>
   RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
     const Init& in = p.init;
+    Scalar max_position = in.max_position;
+    sample_airframe(p, s.airframe, max_position, gen);
     const bool guidance = gen.template uniform<Scalar>(Scalar(0), Scalar(1)) < in.guidance;
     for (int i = 0; i < 3; ++i)
-      s.position[i] = guidance ? Scalar(0) : gen.template uniform<Scalar>(-in.max_position, in.max_position);
+      s.position[i] = guidance ? Scalar(0) : gen.template uniform<Scalar>(-max_position, max_position);
     if (in.max_angle > 0 && !guidance) {
       const Scalar u = gen.template uniform<Scalar>(Scalar(0), Scalar(1));
       const Scalar v = gen.template uniform<Scalar>(Scalar(0), Scalar(1));
@@ -223,6 +307,122 @@ struct quadrotor {
     for (int j = 0; j < HistoryLength; ++j)
       for (int k = 0; k < 4; ++k)
         s.action_history[j][k] = (s.rpm[k] - d.action_limit_min) / (d.action_limit_max - d.action_limit_min) * 2 - 1;
+    if (p.randomization.disturbance_force) {  // l2f's StateRandomForce, sampled after the rest
+      for (int i = 0; i < 3; ++i) s.airframe.force[i] = gen.template normal<Scalar>(Scalar(0), s.airframe.force[i]);
+    }
+  }
+
+  /// @brief l2f's `sample_initial_parameters` with Params::randomization: fills `a` (nominal
+  /// values for what is not randomised) and, when the geometry is scaled, sets `max_position` to
+  /// 10 x the longest arm. With disturbance_force, a.force[i] holds the force's standard deviation
+  /// (reset() then draws the force).
+  template <class Rng>
+  RLK_HOST_DEVICE static void sample_airframe(const Params& p, Airframe& a, Scalar& max_position, Rng& gen) {
+    const Dynamics& d = p.dynamics;
+    const Randomization& r = p.randomization;
+    a.mass = d.mass;
+    a.thrust_scale = a.inertia_scale = a.arm_scale = Scalar(1);
+    a.torque_constant = d.rotor_torque_constants[0];
+    a.time_constant_rising = d.rotor_time_constants_rising[0];
+    a.time_constant_falling = d.rotor_time_constants_falling[0];
+    a.force[0] = a.force[1] = a.force[2] = Scalar(0);
+    a.position_limit = p.termination.position;
+    if (!r.any()) return;
+    const Scalar g = std::sqrt(d.gravity[0] * d.gravity[0] + d.gravity[1] * d.gravity[1] + d.gravity[2] * d.gravity[2]);
+    Scalar thrust_to_weight_nominal;
+    {
+      const Scalar max_action = d.action_limit_max;
+      Scalar max_thrust = 0;
+      for (int k = 0; k < 4; ++k) {
+        const Scalar* c = d.rotor_thrust_coefficients[k];
+        max_thrust += c[0] + c[1] * max_action + c[2] * max_action * max_action;
+      }
+      thrust_to_weight_nominal = max_thrust / (d.mass * g);
+    }
+    Scalar thrust_to_weight = thrust_to_weight_nominal, factor_thrust_to_weight = 1;
+    if (r.thrust_to_weight) {
+      thrust_to_weight = gen.template uniform<Scalar>(r.thrust_to_weight_min, r.thrust_to_weight_max);
+      factor_thrust_to_weight = thrust_to_weight / thrust_to_weight_nominal;
+    }
+    Scalar factor_mass = 1, scale_relative = 1;
+    if (r.mass) {
+      const Scalar size = gen.template uniform<Scalar>(Scalar(std::cbrt(r.mass_min)), Scalar(std::cbrt(r.mass_max)));
+      Scalar m = size * size * size;
+      m = clamp(m, r.mass_min, r.mass_max);
+      scale_relative = std::cbrt(m / d.mass);
+      factor_mass = m / d.mass;
+      a.mass = m;
+    }
+    if (r.scales_thrust()) a.thrust_scale = factor_thrust_to_weight * factor_mass;
+    Scalar torque_to_inertia_factor = 1;
+    if (r.torque_to_inertia) {
+      const Scalar max_thrust = thrust_to_weight * a.mass * g / 4;
+      const Scalar arm = std::abs(d.rotor_positions[0][0]);
+      const Scalar max_torque = Scalar(double(arm) * 1.414213562373095 * double(max_thrust));  // l2f: a double literal
+      const Scalar nominal = max_torque / d.J[0][0];
+      torque_to_inertia_factor = gen.template uniform<Scalar>(r.torque_to_inertia_min, r.torque_to_inertia_max) / nominal;
+    }
+    Scalar rotor_distance_factor = 1;
+    if (r.mass_size_deviation) {
+      Scalar f = gen.template normal<Scalar>(-r.mass_size_deviation_std, r.mass_size_deviation_std);
+      f = f < 0 ? 1 / (1 - f) : 1 + f;
+      rotor_distance_factor = scale_relative * f;
+    }
+    if (r.scales_geometry()) {
+      a.inertia_scale = torque_to_inertia_factor / rotor_distance_factor;
+      a.arm_scale = rotor_distance_factor;
+      Scalar longest = 0;
+      for (int k = 0; k < 4; ++k) {
+        Scalar q[3];
+        for (int i = 0; i < 3; ++i) q[i] = d.rotor_positions[k][i] * rotor_distance_factor;
+        const Scalar n = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+        if (n > longest) longest = n;
+      }
+      a.position_limit = longest * 20;
+      max_position = longest * 10;
+    }
+    if (r.rotor_torque_constant)
+      a.torque_constant = gen.template uniform<Scalar>(r.rotor_torque_constant_min, r.rotor_torque_constant_max);
+    if (r.disturbance_force) {
+      Scalar surplus = thrust_to_weight - Scalar(1.0);
+      if (surplus < 0) surplus = 0;
+      const Scalar multiple = gen.template uniform<Scalar>(Scalar(0), surplus * r.disturbance_force_max);
+      const Scalar sigma = multiple * thrust_to_weight * a.mass / 3;
+      a.force[0] = a.force[1] = a.force[2] = sigma;
+    }
+    if (r.rotor_time_constant) {
+      a.time_constant_rising =
+          gen.template uniform<Scalar>(r.rotor_time_constant_rising_min, r.rotor_time_constant_rising_max);
+      a.time_constant_falling =
+          gen.template uniform<Scalar>(r.rotor_time_constant_falling_min, r.rotor_time_constant_falling_max);
+    }
+  }
+
+  /// @brief Checks Params::randomization's enabled options (vec_env calls it).
+  /// @throw std::invalid_argument naming the first option with an empty or invalid range
+  static void validate(const Params& p) {
+    const Randomization& r = p.randomization;
+    auto range = [](bool on, Scalar lo, Scalar hi, Scalar least, const char* name) {
+      if (!on) return;
+      RLK_EXPECTS(std::isfinite(lo) && std::isfinite(hi) && lo >= least && lo < hi, std::invalid_argument,
+                  "rlkernels::quadrotor: randomization.", name, " needs finite ", least, " <= min < max, got [", lo,
+                  ", ", hi, "]");
+    };
+    range(r.thrust_to_weight, r.thrust_to_weight_min, r.thrust_to_weight_max, Scalar(1.5), "thrust_to_weight");
+    range(r.mass, r.mass_min, r.mass_max, Scalar(1e-6), "mass");
+    range(r.torque_to_inertia, r.torque_to_inertia_min, r.torque_to_inertia_max, Scalar(1e-6), "torque_to_inertia");
+    range(r.rotor_torque_constant, r.rotor_torque_constant_min, r.rotor_torque_constant_max, Scalar(0),
+          "rotor_torque_constant");
+    range(r.rotor_time_constant, r.rotor_time_constant_rising_min, r.rotor_time_constant_rising_max, Scalar(1e-6),
+          "rotor_time_constant_rising");
+    range(r.rotor_time_constant, r.rotor_time_constant_falling_min, r.rotor_time_constant_falling_max, Scalar(1e-6),
+          "rotor_time_constant_falling");
+    RLK_EXPECTS(!r.mass_size_deviation || (std::isfinite(r.mass_size_deviation_std) && r.mass_size_deviation_std > 0),
+                std::invalid_argument, "rlkernels::quadrotor: randomization.mass_size_deviation_std must be finite and > 0, got ",
+                r.mass_size_deviation_std);
+    RLK_EXPECTS(!r.disturbance_force || (std::isfinite(r.disturbance_force_max) && r.disturbance_force_max > 0),
+                std::invalid_argument, "rlkernels::quadrotor: randomization.disturbance_force_max must be finite and > 0, got ",
+                r.disturbance_force_max);
   }
 
   /// One 10 ms step: clamp the action, map it to rotor setpoints, one RK4 step of body and
@@ -238,7 +438,7 @@ struct quadrotor {
     }
     const body before = load(s);
     body next;
-    rk4(p, before, setpoint, next);
+    rk4(p, s.airframe, before, setpoint, next);
     store(next, s);
 
     // l2f's post_integration
@@ -296,8 +496,9 @@ struct quadrotor {
       if (!(std::isfinite(s.orientation[i]) && std::isfinite(s.rpm[i]))) return true;
     }
     if (p.termination.enabled) {
+      const Scalar position_limit = p.randomization.scales_geometry() ? s.airframe.position_limit : p.termination.position;
       for (int i = 0; i < 3; ++i) {
-        if (std::abs(s.position[i]) > p.termination.position ||
+        if (std::abs(s.position[i]) > position_limit ||
             std::abs(s.linear_velocity[i]) > p.termination.linear_velocity ||
             std::abs(s.angular_velocity[i]) > p.termination.angular_velocity)
           return true;
@@ -391,21 +592,29 @@ struct quadrotor {
   RLK_INLINE static Scalar clamp(Scalar x, Scalar lo, Scalar hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
   /// The time derivative of the integrated state (l2f's multirotor_dynamics for the base state and
-  /// the rotors; the disturbance force and torque of its state are 0 in this configuration).
-  RLK_INLINE static void dynamics(const Params& p, const body& s, const Scalar* setpoint, body& ds) {
+  /// the rotors, then its StateRandomForce part: the disturbance force, 0 without randomisation
+  /// and then skipped; l2f's random torque is always 0). Randomised airframe quantities are
+  /// formed as l2f stores them (coefficient times scale, and so on), so they round the same.
+  RLK_INLINE static void dynamics(const Params& p, const Airframe& af, const body& s, const Scalar* setpoint, body& ds) {
     const Dynamics& d = p.dynamics;
+    const Randomization& dr = p.randomization;
     Scalar thrust[3] = {0, 0, 0};
     Scalar torque[3] = {0, 0, 0};
     for (int r = 0; r < 4; ++r) {
       const Scalar rpm = s.rpm[r];
-      const Scalar* c = d.rotor_thrust_coefficients[r];
+      Scalar c[3] = {d.rotor_thrust_coefficients[r][0], d.rotor_thrust_coefficients[r][1],
+                     d.rotor_thrust_coefficients[r][2]};
+      if (dr.scales_thrust())
+        for (int k = 0; k < 3; ++k) c[k] *= af.thrust_scale;
       const Scalar magnitude = c[0] + c[1] * rpm + c[2] * rpm * rpm;
       Scalar rotor_thrust[3];
       for (int i = 0; i < 3; ++i) rotor_thrust[i] = d.rotor_thrust_directions[r][i] * magnitude;
       for (int i = 0; i < 3; ++i) thrust[i] += rotor_thrust[i];
-      const Scalar drag = magnitude * d.rotor_torque_constants[r];
+      const Scalar drag = magnitude * (dr.rotor_torque_constant ? af.torque_constant : d.rotor_torque_constants[r]);
       for (int i = 0; i < 3; ++i) torque[i] += d.rotor_torque_directions[r][i] * drag;
-      const Scalar* rp = d.rotor_positions[r];
+      Scalar rp[3] = {d.rotor_positions[r][0], d.rotor_positions[r][1], d.rotor_positions[r][2]};
+      if (dr.scales_geometry())
+        for (int i = 0; i < 3; ++i) rp[i] *= af.arm_scale;
       torque[0] += rp[1] * rotor_thrust[2] - rp[2] * rotor_thrust[1];
       torque[1] += rp[2] * rotor_thrust[0] - rp[0] * rotor_thrust[2];
       torque[2] += rp[0] * rotor_thrust[1] - rp[1] * rotor_thrust[0];
@@ -432,15 +641,17 @@ struct quadrotor {
     a[2] = q[1] * t[1] - q[2] * t[0];
     for (int i = 0; i < 3; ++i) a[i] += t[i] * q[0];
     for (int i = 0; i < 3; ++i) a[i] += thrust[i];
-    const Scalar inverse_mass = 1 / d.mass;
+    const Scalar mass = dr.mass ? af.mass : d.mass;
+    const Scalar inverse_mass = 1 / mass;
     for (int i = 0; i < 3; ++i) a[i] *= inverse_mass;
     for (int i = 0; i < 3; ++i) a[i] += d.gravity[i];
 
     // Euler's equation: J_inv (torque - w x (J w))
+    const bool geometry = dr.scales_geometry();
     Scalar jw[3], gyro[3], net[3];
     for (int i = 0; i < 3; ++i) {
       jw[i] = 0;
-      for (int j = 0; j < 3; ++j) jw[i] += d.J[i][j] * w[j];
+      for (int j = 0; j < 3; ++j) jw[i] += (geometry && i == j ? d.J[i][j] / af.inertia_scale : d.J[i][j]) * w[j];
     }
     gyro[0] = w[1] * jw[2] - w[2] * jw[1];
     gyro[1] = w[2] * jw[0] - w[0] * jw[2];
@@ -448,15 +659,19 @@ struct quadrotor {
     for (int i = 0; i < 3; ++i) net[i] = torque[i] - gyro[i];
     for (int i = 0; i < 3; ++i) {
       ds.angular_velocity[i] = 0;
-      for (int j = 0; j < 3; ++j) ds.angular_velocity[i] += d.J_inv[i][j] * net[j];
+      for (int j = 0; j < 3; ++j)
+        ds.angular_velocity[i] += (geometry && i == j ? d.J_inv[i][j] * af.inertia_scale : d.J_inv[i][j]) * net[j];
     }
 
     // first-order motors; the time constant depends on the direction of the change
+    const bool motors = dr.rotor_time_constant;
     for (int r = 0; r < 4; ++r) {
-      const Scalar tau =
-          setpoint[r] >= s.rpm[r] ? d.rotor_time_constants_rising[r] : d.rotor_time_constants_falling[r];
+      const Scalar tau = setpoint[r] >= s.rpm[r] ? (motors ? af.time_constant_rising : d.rotor_time_constants_rising[r])
+                                                 : (motors ? af.time_constant_falling : d.rotor_time_constants_falling[r]);
       ds.rpm[r] = (setpoint[r] - s.rpm[r]) * 1 / tau;
     }
+    if (dr.disturbance_force)
+      for (int i = 0; i < 3; ++i) ds.linear_velocity[i] += af.force[i] / mass;
   }
 
   /// out += scale * k over the integrated numbers (l2f's scalar_multiply_accumulate).
@@ -472,18 +687,18 @@ struct quadrotor {
   }
 
   /// Classic RK4 with l2f's evaluation order.
-  RLK_HOST_DEVICE static void rk4(const Params& p, const body& s, const Scalar* setpoint, body& next) {
+  RLK_HOST_DEVICE static void rk4(const Params& p, const Airframe& af, const body& s, const Scalar* setpoint, body& next) {
     const Scalar dt = p.dt;
     body k1, k2, k3, k4, tmp = s;
-    dynamics(p, s, setpoint, k1);
+    dynamics(p, af, s, setpoint, k1);
     accumulate(k1, dt / 2, tmp);
-    dynamics(p, tmp, setpoint, k2);
+    dynamics(p, af, tmp, setpoint, k2);
     tmp = s;
     accumulate(k2, dt / 2, tmp);
-    dynamics(p, tmp, setpoint, k3);
+    dynamics(p, af, tmp, setpoint, k3);
     tmp = s;
     accumulate(k3, dt, tmp);
-    dynamics(p, tmp, setpoint, k4);
+    dynamics(p, af, tmp, setpoint, k4);
     next = s;
     accumulate(k1, dt / 6, next);
     accumulate(k2, dt / 3, next);

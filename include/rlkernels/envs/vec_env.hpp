@@ -411,7 +411,8 @@ public:
   /// @param first_env_index index of this batch's first env in a larger population: env i draws
   ///        from random stream first_env_index + i. A population split over several vec_envs
   ///        (say, one per device) with consecutive offsets reproduces one big batch exactly.
-  /// @throw std::invalid_argument if num_envs is 0 or params.max_episode_steps < 0
+  /// @throw std::invalid_argument if num_envs is 0, params.max_episode_steps < 0, or Env::validate(params)
+  ///        (when the env has one) rejects the parameters
   /// @throw out_of_memory naming the bytes needed if the buffers do not fit
   vec_env(Backend backend, std::size_t num_envs, std::uint64_t seed, params_type params = {},
           std::uint64_t first_env_index = 0)
@@ -689,6 +690,7 @@ private:
   static params_type checked_params(const params_type& p) {
     RLK_EXPECTS(p.max_episode_steps >= 0, std::invalid_argument,
                 "rlkernels::vec_env: Params::max_episode_steps must be >= 0 (0 = no limit), got ", p.max_episode_steps);
+    if constexpr (detail::has_validate_params<Env>::value) Env::validate(p);
     return p;
   }
 
