@@ -50,3 +50,26 @@ def test_motors_off_terminates_and_the_history_records_actions():
         running = ~terminated
         assert np.all(obs[running, 18:22] == -1.0)  # newest action first
     assert ended.all()
+
+
+def test_domain_randomisation_keywords():
+    p = rlkernels.default_params("L2F-Crazyflie-v0")
+    assert p["randomize_mass"] is False or p["randomize_mass"] == 0
+    # with the thrust-to-weight ratio randomised, one action accelerates the airframes of the batch
+    # differently
+    n = 64
+    a = rlkernels.make_vec("L2F-Crazyflie-v0", n, seed=2, dtype="float64", init_guidance=1.0)
+    b = rlkernels.make_vec("L2F-Crazyflie-v0", n, seed=2, dtype="float64", init_guidance=1.0,
+                           randomize_thrust_to_weight=True, randomize_thrust_to_weight_min=2.0,
+                           randomize_thrust_to_weight_max=5.0)
+    a.reset(seed=2)
+    b.reset(seed=2)
+    action = np.full((n, 4), 0.612)
+    for _ in range(10):
+        oa, _, ta, _, _ = a.step(action)
+        ob, _, tb, _, _ = b.step(action)
+    assert not ta.any() and not tb.any()
+    vz_a, vz_b = oa[:, 14], ob[:, 14]  # world-frame vertical velocity
+    assert np.ptp(vz_b) > 3 * np.ptp(vz_a)
+    with pytest.raises(ValueError, match="thrust_to_weight"):
+        rlkernels.make_vec("L2F-Crazyflie-v0", 4, randomize_thrust_to_weight=True, randomize_thrust_to_weight_min=1.0)
