@@ -189,6 +189,11 @@ int main(int argc, char** argv) {
     else if (a == "--policy-frequency") c.policy_frequency = std::uint64_t(v);
     else if (a == "--tau") c.tau = v;
     else if (a == "--learning-starts") c.learning_starts = std::uint64_t(v);
+    else if (a == "--random-warmup") c.random_warmup = v != 0;
+    else if (a == "--actor-learning-starts") c.actor_learning_starts = std::uint64_t(v);
+    else if (a == "--critic-target-frequency") c.critic_target_frequency = std::uint64_t(v);
+    else if (a == "--weight-decay") c.weight_decay = v;
+    else if (a == "--adam-epsilon") c.adam_epsilon = v;
     else if (a == "--eval-every") eval_every = std::uint64_t(v);
     else if (a == "--eval-episodes") eval_episodes = std::size_t(v);
     else usage(argv[0], "unknown option '" + a + "'");
@@ -215,6 +220,10 @@ int main(int argc, char** argv) {
               (unsigned long long)c.train_frequency, layers, hidden,
               c.hidden_activation == rlkernels::activation::tanh ? "tanh" : "ReLU", c.policy_lr, c.exploration_noise, c.policy_noise, c.noise_clip, (unsigned long long)c.learning_starts, c.gamma,
               c.tau);
+  std::printf("td3 options: random warm-up %s, actor warm-up %llu, critic targets every %llu critic steps (0: with the actor), "
+              "weight decay %g, adam epsilon %g\n",
+              c.random_warmup ? "yes" : "no", (unsigned long long)c.actor_learning_starts,
+              (unsigned long long)c.critic_target_frequency, c.weight_decay, c.adam_epsilon);
   std::printf("env: L2F-Crazyflie-v0 (l2f.Environment()); training env changes: %s; "
               "evaluation on l2f.Environment() unchanged, %zu episodes every %llu env steps\n",
               changes.empty() ? "none" : changes.c_str(), eval_episodes, (unsigned long long)eval_every);

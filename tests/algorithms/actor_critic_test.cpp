@@ -353,6 +353,91 @@ TEST_CASE("sac and td3: warm-up, update schedule, temperature and target updates
   CHECK_THROWS_WITH(D(rlk_test::backend(), t), Contains("train_frequency must be >= 1"));
 }
 
+TEST_CASE("td3: RLtools' schedule options: policy actions from the first step, actor warm-up, critic targets every "
+          "critic step, weight decay") {
+  using D = td3<pendulum<float>, backend_t>;
+  // random_warmup = false: the initial actor acts from the first step (exploration noise 0 here,
+  // so the env takes mu(s) exactly); with uniform warm-up it does not.
+  for (const bool random : {false, true}) {
+    td3_config c = small_td3();
+    c.num_envs = 3;
+    c.random_warmup = random;
+    c.exploration_noise = 0;
+    D agent(rlk_test::backend(), c);
+    vec_env<pendulum<float>, backend_t> ref(rlk_test::backend(), c.num_envs, c.seed);
+    buffer<float, backend_t> actions(rlk_test::backend(), c.num_envs);
+    agent.act(ref.observations().cview(), actions.view(), true);
+    ref.step(actions.cview());
+    agent.iterate();
+    INFO("random_warmup " << random);
+    CHECK((agent.envs().observations().to_host() == ref.observations().to_host()) == !random);
+  }
+
+  td3_config t = small_td3();
+  t.learning_starts = 30;
+  t.policy_frequency = 3;
+  // critic_target_frequency 1: the critics' targets move at every critic step, the actor's with
+  // the actor (every 3rd); 0 (the default): all three move with the actor.
+  for (const std::uint64_t ct : {std::uint64_t(0), std::uint64_t(1)}) {
+    t.critic_target_frequency = ct;
+    D agent(rlk_test::backend(), t);
+    warm_up(agent, 30);
+    const std::vector<float> q0 = agent.critic1_target().parameters_to_host(),
+                             a0 = agent.actor_target().parameters_to_host();
+    agent.iterate();  // critic step 1
+    INFO("critic_target_frequency " << ct);
+    CHECK((agent.critic1_target().parameters_to_host() != q0) == (ct == 1));
+    CHECK(agent.actor_target().parameters_to_host() == a0);
+    agent.iterate();
+    agent.iterate();  // critic step 3: the actor and its target
+    CHECK(agent.actor_target().parameters_to_host() != a0);
+    CHECK(agent.critic1_target().parameters_to_host() != q0);
+  }
+  t.critic_target_frequency = 0;
+
+  // actor_learning_starts 40: the critics learn from env step 31, the actor from 41.
+  t.policy_frequency = 1;
+  t.actor_learning_starts = 40;
+  {
+    D agent(rlk_test::backend(), t);
+    const std::vector<float> a0 = agent.actor().parameters_to_host(), q0 = agent.critic1().parameters_to_host();
+    warm_up(agent, 31);
+    CHECK(agent.critic1().parameters_to_host() != q0);
+    for (int i = 32; i <= 40; ++i) {
+      const td3_iteration_stats st = agent.iterate();
+      CHECK(st.actor_loss == 0.0);
+    }
+    CHECK(agent.actor().parameters_to_host() == a0);
+    CHECK(agent.actor_target().parameters_to_host() == a0);
+    const td3_iteration_stats st = agent.iterate();  // env step 41
+    CHECK(st.actor_loss != 0.0);
+    CHECK(agent.actor().parameters_to_host() != a0);
+  }
+  t.actor_learning_starts = 0;
+
+  // weight_decay: decoupled (AdamW), p -= lr * wd * p before the Adam step; the first update from
+  // the same parameters and gradients differs by exactly that.
+  {
+    td3_config w = t;
+    w.weight_decay = 0.5;
+    D plain(rlk_test::backend(), t), decayed(rlk_test::backend(), w);
+    warm_up(plain, 30);
+    warm_up(decayed, 30);
+    const std::vector<float> p0 = plain.critic1().parameters_to_host();
+    plain.iterate();
+    decayed.iterate();
+    const std::vector<float> p1 = plain.critic1().parameters_to_host(), d1 = decayed.critic1().parameters_to_host();
+    REQUIRE(p0.size() == d1.size());
+    for (std::size_t i = 0; i < p0.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(double(d1[i]) - double(p1[i]) == Approx(-t.q_lr * 0.5 * double(p0[i])).margin(1e-6));
+    }
+    CHECK(w.hyperparameters().find("weight_decay=0.5") != std::string::npos);
+    w.weight_decay = -1;
+    CHECK_THROWS_WITH(D(rlk_test::backend(), w), Contains("weight_decay must be finite and >= 0"));
+  }
+}
+
 TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs, serial and OpenMP with any thread count agree bit for bit)") {
   // Batches of 300 rows: each network pass is two 256-row chunks, which run on different threads
   // (one chunk, at batch 16, never opens a parallel region); openmp_backend{threads, 0} opens one

@@ -43,7 +43,8 @@ struct td3_config : data_parallel_settings {
   std::size_t num_envs = 1;                 ///< parallel envs N (one iteration = one step of each)
   std::uint64_t total_timesteps = 1000000;  ///< env steps to train for (all envs)
   std::size_t buffer_size = 1000000;        ///< replay capacity in transitions (rounded up to whole steps of N)
-  std::uint64_t learning_starts = 25000;    ///< env steps of uniform random actions before the first update
+  std::uint64_t learning_starts = 25000;    ///< env steps before the first update (uniform random actions, see random_warmup)
+  bool random_warmup = true;  ///< true: uniform random actions during learning_starts (SB3, CleanRL); false: the initial actor with exploration noise acts from the first step (RLtools)
   // ---- optimisation ----
   std::size_t batch_size = 256;      ///< transitions per gradient step
   std::size_t gradient_steps = 1;    ///< gradient steps per training iteration (after learning_starts)
@@ -53,7 +54,10 @@ struct td3_config : data_parallel_settings {
   double policy_lr = 3e-4;           ///< Adam step size of the actor
   double q_lr = 3e-4;                ///< Adam step size of the critics
   double adam_epsilon = 1e-8;        ///< Adam's epsilon (PyTorch's default)
+  double weight_decay = 0.0;         ///< decoupled (AdamW) weight decay of all three optimisers, per step p -= lr * weight_decay * p
   std::uint64_t policy_frequency = 2;  ///< critic steps per actor step and target update (TD3's delay d)
+  std::uint64_t critic_target_frequency = 0;  ///< critic steps per Polyak update of the critics' targets; 0: with the actor's, every policy_frequency-th (the TD3 paper, SB3); 1: every critic step (RLtools)
+  std::uint64_t actor_learning_starts = 0;    ///< env steps before the first actor step (and actor target update); 0: learning_starts (RLtools' actor warm-up)
   double policy_noise = 0.2;         ///< std of the target policy smoothing noise
   double noise_clip = 0.5;           ///< bound of the smoothing noise
   double exploration_noise = 0.1;    ///< std of the Gaussian exploration noise on the actor's actions
@@ -83,6 +87,7 @@ struct td3_config : data_parallel_settings {
         .add("total_timesteps", total_timesteps)
         .add("buffer_size", buffer_size)
         .add("learning_starts", learning_starts)
+        .add("random_warmup", random_warmup ? 1 : 0)
         .add("batch_size", batch_size)
         .add("gradient_steps", gradient_steps)
         .add("train_frequency", train_frequency)
@@ -91,7 +96,10 @@ struct td3_config : data_parallel_settings {
         .add("policy_lr", policy_lr)
         .add("q_lr", q_lr)
         .add("adam_epsilon", adam_epsilon)
+        .add("weight_decay", weight_decay)
         .add("policy_frequency", policy_frequency)
+        .add("critic_target_frequency", critic_target_frequency)
+        .add("actor_learning_starts", actor_learning_starts)
         .add("policy_noise", policy_noise)
         .add("noise_clip", noise_clip)
         .add("exploration_noise", exploration_noise)
@@ -113,6 +121,8 @@ struct td3_config : data_parallel_settings {
                 ": noise_clip must be finite and >= 0, got ", noise_clip);
     RLK_EXPECTS(std::isfinite(exploration_noise) && exploration_noise >= 0, std::invalid_argument, who,
                 ": exploration_noise must be finite and >= 0, got ", exploration_noise);
+    RLK_EXPECTS(std::isfinite(weight_decay) && weight_decay >= 0, std::invalid_argument, who,
+                ": weight_decay must be finite and >= 0, got ", weight_decay);
   }
 };
 
@@ -241,7 +251,8 @@ class td3 {
   replay_buffer<T, T, Backend>& replay() noexcept { return replay_; }
 
   /// @brief One iteration: every env takes one step (uniform random actions during the first
-  /// learning_starts steps, then mu(s) + N(0, exploration_noise) clipped to [-1, 1]), the
+  /// learning_starts steps when random_warmup, else and then mu(s) + N(0, exploration_noise)
+  /// clipped to [-1, 1]), the
   /// transitions go into the replay buffer, then gradient_steps updates once learning_starts
   /// steps have been taken, on every train_frequency-th iteration.
   /// @throw std::logic_error if training is already done(); rlkernels::error if a loss becomes NaN
@@ -255,7 +266,7 @@ class td3 {
     const std::size_t n = config_.num_envs, nd = n * std::size_t(action_size);
     const std::uint64_t draw = action_draw_++;
     const std::uint64_t d = std::uint64_t(action_size);
-    if (global_step_ < config_.learning_starts) {
+    if (config_.random_warmup && global_step_ < config_.learning_starts) {
       for_each_index(lb_, nd,
                      detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions),
                                                       draw, actions_.data(), first_env() * d});
@@ -334,7 +345,9 @@ class td3 {
 
   /// @brief One gradient step on a fresh uniform batch: the critics towards the clipped double-Q
   /// target with target policy smoothing (critic_loss_and_gradients); every policy_frequency-th
-  /// critic step also the actor (actor_loss_and_gradients) and the Polyak update of all three targets.
+  /// critic step also the actor (actor_loss_and_gradients, once actor_learning_starts env steps
+  /// are taken) and the Polyak update of its target and, unless critic_target_frequency is set
+  /// (then every critic_target_frequency-th critic step), of the critics' targets.
   /// Nothing is read back: the losses stay in backend memory, and iterate() reads them (and
   /// reports a NaN or infinite loss, naming the first such gradient step) once at its end.
   ///
@@ -357,7 +370,14 @@ class td3 {
     q2_opt_.step(q2_.parameters(), q2_.gradients());
     ++critic_updates_;
     ++stats.gradient_steps;
-    if (!td3_should_update_actor(critic_updates_, config_.policy_frequency)) return;
+    const std::uint64_t ct = config_.critic_target_frequency;
+    if (ct > 0 && critic_updates_ % ct == 0) {
+      polyak_update(lb_, view<const T>(q1_.parameters()), q1_target_.parameters(), T(config_.tau));
+      polyak_update(lb_, view<const T>(q2_.parameters()), q2_target_.parameters(), T(config_.tau));
+    }
+    if (!td3_should_update_actor(critic_updates_, config_.policy_frequency) ||
+        global_step_ <= config_.actor_learning_starts)
+      return;
     for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t) {
       actor_loss_into(batch_, first, part_rows());
       detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
@@ -367,6 +387,7 @@ class td3 {
     actor_opt_.step(actor_.parameters(), actor_.gradients());
     actor_updated_ = true;
     polyak_update(lb_, view<const T>(actor_.parameters()), actor_target_.parameters(), T(config_.tau));
+    if (ct > 0) return;
     polyak_update(lb_, view<const T>(q1_.parameters()), q1_target_.parameters(), T(config_.tau));
     polyak_update(lb_, view<const T>(q2_.parameters()), q2_target_.parameters(), T(config_.tau));
   }
@@ -521,6 +542,7 @@ class td3 {
     adam_params p;
     p.learning_rate = lr;
     p.epsilon = config_.adam_epsilon;
+    p.weight_decay = config_.weight_decay;
     return p;
   }
   std::vector<int> sizes(int in, int out) const {
