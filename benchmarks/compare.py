@@ -958,10 +958,12 @@ class Runner:
         """TD3 on the quadrotor (docs/quadrotor.md): ours (rlkernels_td3_l2f_serial, td3_preset) and
         RLtools' TD3 with the learning-to-fly paper's hyperparameters (our driver
         rltools_td3_l2f_train_reward on the rltools wheel's headers), both on the training reward, one
-        thread each, the same --l2f-seeds seeds one after the other."""
+        thread each, --l2f-seeds seeds, one process at a time, the systems interleaved seed by seed
+        (a change of the machine's load then falls on both)."""
         a = self.args
         seeds = getattr(a, "l2f_seeds", 0)
         bench = Path(a.build_dir) / "benchmarks"
+        systems = []
         for name, system, extra in [
                 ("rlkernels_td3_l2f_serial", "rlkernels TD3 (serial, td3_preset)", L2F_TRAIN_REWARD),
                 ("rltools_td3_l2f_train_reward", "RLtools TD3 (learning-to-fly paper's hyperparameters; our driver on "
@@ -969,14 +971,14 @@ class Runner:
             exe = bench / name
             if seeds <= 0:
                 self.training.append({"task": L2F_TASK, "system": system, "status": "skipped", "note": "--l2f-seeds 0"})
-                continue
-            if not exe.exists():
+            elif not exe.exists():
                 how = " (pip install rltools, then re-run CMake)" if name.startswith("rltools") else ""
                 self.training.append({"task": L2F_TASK, "system": system, "status": "skipped",
                                       "note": f"{exe} not built{how}"})
-                continue
-            runs = []
-            for seed in range(seeds):
+            else:
+                systems.append((name, system, extra, exe, []))
+        for seed in range(max(seeds, 0)):
+            for name, system, extra, exe, runs in systems:
                 self.log(f"  {name} seed {seed} ...")
                 try:
                     out = subprocess.run([str(exe), str(seed), *extra], capture_output=True, text=True,
@@ -990,6 +992,7 @@ class Runner:
                     r["error"] = f"exit status {out.returncode}: {out.stderr.strip()[-200:]}"
                     r["flew"] = False
                 runs.append(r)
+        for name, system, extra, exe, runs in systems:
             row = l2f_row(system, runs)
             self.training.append(row)
             if row["status"] == "ok":

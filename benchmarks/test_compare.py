@@ -255,6 +255,32 @@ class RLtoolsBaseline(unittest.TestCase):
         self.assertEqual(none["status"], "not_reached")
         self.assertIn("| theirs | – | – | 1 | 0/1 seeds flew", compare.markdown_training([none]))
 
+    def test_l2f_rows_interleave_the_systems_seed_by_seed(self):
+        import argparse
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as build:
+            bench = Path(build) / "benchmarks"
+            bench.mkdir()
+            order = Path(build) / "order.txt"
+            for name, settled in (("rlkernels_td3_l2f_serial", "0.95"), ("rltools_td3_l2f_train_reward", "0.50")):
+                exe = bench / name
+                exe.write_text("#!/bin/sh\n"
+                               f"echo {name} $1 >> {order}\n"
+                               "echo 'eval: env_steps   10000 training_seconds    2.000 training_cpu_seconds    1.500 "
+                               f"return 0 length 500 settling_fraction {settled} terminated_fraction 0.00'\n")
+                exe.chmod(0o755)
+            runner = compare.Runner(argparse.Namespace(build_dir=build, l2f_seeds=2, l2f_timeout=60))
+            runner.log = lambda msg: None
+            runner.l2f_rows()
+            self.assertEqual(order.read_text().split("\n")[:4],
+                             ["rlkernels_td3_l2f_serial 0", "rltools_td3_l2f_train_reward 0",
+                              "rlkernels_td3_l2f_serial 1", "rltools_td3_l2f_train_reward 1"])
+            ours, theirs = runner.training
+            self.assertEqual((ours["status"], ours["seconds"]), ("ok", [1.5, 1.5]))
+            self.assertEqual(theirs["status"], "not_reached")
+            self.assertTrue(os.path.exists(order))
+
     def test_system_name_and_note_come_from_the_drivers_output(self):
         label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"
         self.assertEqual(compare.rltools_system(label, "2.2.1"),
