@@ -57,6 +57,7 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--policy-noise", &config::policy_noise),
       field("--noise-clip", &config::noise_clip),
       field("--exploration-noise", &config::exploration_noise),
+      field("--actor-noise", &config::actor_noise),
       field("--hidden", &config::hidden_sizes, "256,256"),
       rlk_example::activation_option<config>(),
   };

@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
     else if (a == "--actor-learning-starts") c.actor_learning_starts = std::uint64_t(v);
     else if (a == "--critic-target-frequency") c.critic_target_frequency = std::uint64_t(v);
     else if (a == "--weight-decay") c.weight_decay = v;
+    else if (a == "--actor-noise") c.actor_noise = v;
     else if (a == "--adam-epsilon") c.adam_epsilon = v;
     else if (a == "--eval-every") eval_every = std::uint64_t(v);
     else if (a == "--eval-episodes") eval_episodes = std::size_t(v);
@@ -221,9 +222,9 @@ int main(int argc, char** argv) {
               c.hidden_activation == rlkernels::activation::tanh ? "tanh" : "ReLU", c.policy_lr, c.exploration_noise, c.policy_noise, c.noise_clip, (unsigned long long)c.learning_starts, c.gamma,
               c.tau);
   std::printf("td3 options: random warm-up %s, actor warm-up %llu, critic targets every %llu critic steps (0: with the actor), "
-              "weight decay %g, adam epsilon %g\n",
+              "weight decay %g, adam epsilon %g, actor-loss noise %g\n",
               c.random_warmup ? "yes" : "no", (unsigned long long)c.actor_learning_starts,
-              (unsigned long long)c.critic_target_frequency, c.weight_decay, c.adam_epsilon);
+              (unsigned long long)c.critic_target_frequency, c.weight_decay, c.adam_epsilon, c.actor_noise);
   std::printf("env: L2F-Crazyflie-v0 (l2f.Environment()); training env changes: %s; "
               "evaluation on l2f.Environment() unchanged, %zu episodes every %llu env steps\n",
               changes.empty() ? "none" : changes.c_str(), eval_episodes, (unsigned long long)eval_every);

@@ -297,6 +297,44 @@ TEST_CASE("td3: actor loss is -mean Q1(s, mu(s)) and its gradient matches finite
   check_fd(agent.actor(), g, [&] { return agent.actor_loss_and_gradients(batch); }, "actor");
 }
 
+TEST_CASE("td3: with actor_noise the actor loss is -mean Q1(s, clip(mu(s) + noise)); its gradient passes inside the "
+          "clip") {
+  using Agent = td3<pendulum<double>, backend_t>;
+  td3_config c = small_td3();
+  c.actor_noise = 0.6;  // large: a good share of the noisy actions is clipped
+  Agent agent(rlk_test::backend(), c);
+  warm_up(agent, 40);
+  typename Agent::batch_type batch(rlk_test::backend(), c.batch_size, 3, 1);
+  agent.replay().sample(8, 8, batch);
+  const host_batch hb = to_host(batch);
+  const double got = agent.actor_loss_and_gradients(batch);
+  const std::vector<int> actor_sizes{3, 8, 8, 1}, q_sizes{4, 8, 8, 1};
+  const auto pa = agent.actor().parameters_to_host(), p1 = agent.critic1().parameters_to_host();
+  const std::uint64_t key = detail::derive_key(c.seed, detail::ac_key_td3_actor_noise);
+  double loss = 0;
+  std::size_t clipped = 0;
+  for (std::size_t i = 0; i < c.batch_size; ++i) {
+    const auto s = row(hb.obs, i, 3);
+    const double mu = ref_mlp(pa, actor_sizes, activation::relu, activation::tanh, s)[0];
+    rng gen(key, i, 0);  // draw 0, row i of the batch
+    const double x = mu + 0.6 * gen.normal<double>();
+    const double a = std::min(1.0, std::max(-1.0, x));
+    clipped += a != x;
+    loss -= ref_mlp(p1, q_sizes, activation::relu, activation::identity, concat(s, {a}))[0];
+  }
+  CHECK(clipped > 0);
+  CHECK(clipped < c.batch_size);
+  CHECK(got == Approx(loss / double(c.batch_size)).epsilon(1e-9));
+  const std::vector<double> g = agent.actor().gradients_to_host();
+  check_fd(agent.actor(), g, [&] { return agent.actor_loss_and_gradients(batch); }, "actor");
+  // training with it runs and moves the actor
+  const auto before = agent.actor().parameters_to_host();
+  warm_up(agent, 100);
+  CHECK(agent.actor().parameters_to_host() != before);
+  c.actor_noise = -0.1;
+  CHECK_THROWS_WITH(Agent(rlk_test::backend(), c), Contains("actor_noise must be finite and >= 0"));
+}
+
 TEST_CASE("sac and td3: warm-up, update schedule, temperature and target updates follow the config") {
   using S = sac<pendulum<float>, backend_t>;
   sac_config c = small_sac();

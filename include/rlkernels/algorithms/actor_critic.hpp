@@ -35,6 +35,7 @@ enum actor_critic_key : std::uint64_t {
   ac_key_batches = 30,
   ac_key_target_noise = 31,
   ac_key_actor_noise = 32,
+  ac_key_td3_actor_noise = 33,
   ac_key_evaluation = 40
 };
 
@@ -138,6 +139,22 @@ struct gaussian_exploration_kernel {
     rng gen(seed, first + k, draw);
     const T x = in[k] + sigma * gen.normal<T>();
     out[k] = x < T(-1) ? T(-1) : (x > T(1) ? T(1) : x);
+  }
+};
+
+/// g[k] = 0 where in[k] + sigma N (the draw of gaussian_exploration_kernel with the same seed, draw
+/// and first) falls outside [-1, 1]: the gradient through that kernel's clip.
+template <class T>
+struct clipped_noise_gradient_kernel {
+  const T* in;
+  T* g;
+  T sigma;
+  std::uint64_t seed, draw;
+  std::uint64_t first = 0;
+  RLK_HOST_DEVICE void operator()(std::size_t k) const {
+    rng gen(seed, first + k, draw);
+    const T x = in[k] + sigma * gen.normal<T>();
+    if (x < T(-1) || x > T(1)) g[k] = T(0);
   }
 };
 

@@ -61,6 +61,7 @@ struct td3_config : data_parallel_settings {
   double policy_noise = 0.2;         ///< std of the target policy smoothing noise
   double noise_clip = 0.5;           ///< bound of the smoothing noise
   double exploration_noise = 0.1;    ///< std of the Gaussian exploration noise on the actor's actions
+  double actor_noise = 0.0;          ///< std of Gaussian noise on mu(s) in the actor's loss, -mean Q1(s, clip(mu(s) + noise)) (RLtools' td3_sampling layer: its exploration noise); 0: -mean Q1(s, mu(s))
   double critic_loss_scale = 1.0;    ///< 1: mse(Q1) + mse(Q2) (CleanRL and SB3)
   // ---- networks ----
   std::vector<int> hidden_sizes = {256, 256};        ///< hidden widths of the actor and of each critic
@@ -103,6 +104,7 @@ struct td3_config : data_parallel_settings {
         .add("policy_noise", policy_noise)
         .add("noise_clip", noise_clip)
         .add("exploration_noise", exploration_noise)
+        .add("actor_noise", actor_noise)
         .add("critic_loss_scale", critic_loss_scale)
         .add("hidden_sizes", hidden_sizes)
         .add("hidden_activation", activation_name(hidden_activation))
@@ -121,6 +123,8 @@ struct td3_config : data_parallel_settings {
                 ": noise_clip must be finite and >= 0, got ", noise_clip);
     RLK_EXPECTS(std::isfinite(exploration_noise) && exploration_noise >= 0, std::invalid_argument, who,
                 ": exploration_noise must be finite and >= 0, got ", exploration_noise);
+    RLK_EXPECTS(std::isfinite(actor_noise) && actor_noise >= 0, std::invalid_argument, who,
+                ": actor_noise must be finite and >= 0, got ", actor_noise);
     RLK_EXPECTS(std::isfinite(weight_decay) && weight_decay >= 0, std::invalid_argument, who,
                 ": weight_decay must be finite and >= 0, got ", weight_decay);
   }
@@ -378,8 +382,8 @@ class td3 {
     if (!td3_should_update_actor(critic_updates_, config_.policy_frequency) ||
         global_step_ <= config_.actor_learning_starts)
       return;
-    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t) {
-      actor_loss_into(batch_, first, part_rows());
+    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+      actor_loss_into(batch_, first, part_rows(), draw, row);
       detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
       actor_grads_.add({view<const T>(actor_.gradients())}, s, k);
     });
@@ -412,6 +416,7 @@ class td3 {
 
   /// @brief The actor's loss -mean Q1(s, mu(s)) on the batch's observations and its gradient
   /// (into actor().gradients(); the critics' gradients are untouched), without an optimiser step.
+  /// With actor_noise > 0, -mean Q1(s, clip(mu(s) + noise)) with the noise of draw 0.
   /// @throw std::invalid_argument if the batch does not have config().batch_size transitions;
   ///        std::logic_error as critic_loss_and_gradients
   double actor_loss_and_gradients(const batch_type& batch) {
@@ -449,18 +454,32 @@ class td3 {
   }
 
   /// actor_loss_and_gradients of the batch's rows [first, first + b) without a host wait (the loss
-  /// goes to stats_).
-  void actor_loss_into(const batch_type& batch, std::size_t first, std::size_t b) {
-    const std::size_t o = std::size_t(observation_size), bd = b * std::size_t(action_size);
+  /// goes to stats_). With actor_noise > 0 the critic sees clip(mu(s) + actor_noise N) (rows
+  /// first_row .. of the whole batch, draw `draw`), and the gradient passes where the sum is inside
+  /// [-1, 1].
+  void actor_loss_into(const batch_type& batch, std::size_t first, std::size_t b, std::uint64_t draw = 0,
+                       std::uint64_t first_row = 0) {
+    const std::size_t o = std::size_t(observation_size), d = std::size_t(action_size), bd = b * d;
     const view<const T> obs = batch.observations.cview().subview(first * o, b * o);
     const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
     const view<const T> mu = actor_.forward(obs, actor_ws_);
-    critic_input(obs, mu, b);
+    const T sigma = T(config_.actor_noise);
+    const std::uint64_t key = detail::derive_key(config_.seed, detail::ac_key_td3_actor_noise);
+    view<const T> a = mu;
+    if (sigma > T(0)) {
+      for_each_index(lb_, bd, detail::gaussian_exploration_kernel<T>{mu.data(), next_actions_.data(), sigma, key, draw,
+                                                                     first_row * d});
+      a = next_actions_.cview().subview(0, bd);
+    }
+    critic_input(obs, a, b);
     const view<const T> q1_pi = q1_.forward(in, q1_ws_);
     td3_actor_loss(lb_, view<double>(&stats_.data()->actor.loss, 1), q1_pi, grad_q1_.view().subview(0, b));
     q1_.input_gradient(in, grad_q1_.cview().subview(0, b), q1_ws_, grad_in_.view().subview(0, b * std::size_t(q_inputs)));
     for_each_index(lb_, bd, detail::action_columns_kernel<T>{grad_in_.data(), nullptr, grad_actions_.data(),
                                                              std::size_t(observation_size), std::size_t(action_size)});
+    if (sigma > T(0))
+      for_each_index(lb_, bd, detail::clipped_noise_gradient_kernel<T>{mu.data(), grad_actions_.data(), sigma, key, draw,
+                                                                       first_row * d});
     actor_.backward(obs, grad_actions_.cview().subview(0, bd), actor_ws_);
   }
 
