@@ -986,6 +986,9 @@ class Runner:
                 except subprocess.TimeoutExpired:
                     runs.append({"seed": seed, "flew": False, "error": f"stopped after {a.l2f_timeout:.0f} s"})
                     continue
+                if getattr(a, "l2f_logs", None):  # the runs' output, for scripts/plot_seed_curves.py
+                    Path(a.l2f_logs).mkdir(parents=True, exist_ok=True)
+                    (Path(a.l2f_logs) / f"{name}_{seed}.txt").write_text(out.stdout)
                 r = time_to_fly(out.stdout)
                 r["seed"] = seed
                 if out.returncode != 0 or r["evaluations"] == 0:
@@ -1186,6 +1189,8 @@ def main(argv=None) -> int:
                    help="seeds of the TD3 L2F-Crazyflie-v0 rows, ours and RLtools' (default 10; 0 = none; "
                         "about 2 CPU minutes per seed and system)")
     p.add_argument("--l2f-timeout", type=float, default=1200, help="seconds per L2F training run before it is stopped")
+    p.add_argument("--l2f-logs", metavar="DIR",
+                   help="keep each L2F run's output as DIR/<program>_<seed>.txt (scripts/plot_seed_curves.py draws them)")
     p.add_argument("--with-blas", action="store_true",
                    help="add our SAC row built with -DRLK_USE_BLAS=ON (needs a BLAS, e.g. libopenblas-dev)")
     p.add_argument("--blas-build-dir", default=str(ROOT / "build/blas"), help="that build (default build/blas)")

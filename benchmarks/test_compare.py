@@ -270,7 +270,8 @@ class RLtoolsBaseline(unittest.TestCase):
                                "echo 'eval: env_steps   10000 training_seconds    2.000 training_cpu_seconds    1.500 "
                                f"return 0 length 500 settling_fraction {settled} terminated_fraction 0.00'\n")
                 exe.chmod(0o755)
-            runner = compare.Runner(argparse.Namespace(build_dir=build, l2f_seeds=2, l2f_timeout=60))
+            logs = Path(build) / "logs"
+            runner = compare.Runner(argparse.Namespace(build_dir=build, l2f_seeds=2, l2f_timeout=60, l2f_logs=str(logs)))
             runner.log = lambda msg: None
             runner.l2f_rows()
             self.assertEqual(order.read_text().split("\n")[:4],
@@ -280,6 +281,7 @@ class RLtoolsBaseline(unittest.TestCase):
             self.assertEqual((ours["status"], ours["seconds"]), ("ok", [1.5, 1.5]))
             self.assertEqual(theirs["status"], "not_reached")
             self.assertTrue(os.path.exists(order))
+            self.assertIn("settling_fraction 0.95", (logs / "rlkernels_td3_l2f_serial_1.txt").read_text())
 
     def test_system_name_and_note_come_from_the_drivers_output(self):
         label = "rltools_sac_pendulum: RLtools 111f0b8 (headers of the rltools PyPI package), backend OpenBLAS, seed 0"

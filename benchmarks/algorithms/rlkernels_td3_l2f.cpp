@@ -9,7 +9,11 @@
 //                     [--learning-starts N] [--eval-every N] [--eval-episodes K]
 //                     [--activation relu|tanh] [--policy-noise X] [--noise-clip X]
 //                     [--gradient-steps N] [--train-frequency N] [--policy-frequency N] [--tau X]
-//                     [--export-policy FILE]
+//                     [--random-warmup 0|1] [--actor-learning-starts N] [--critic-target-frequency N]
+//                     [--weight-decay X] [--adam-epsilon X] [--actor-noise X] [--export-policy FILE]
+//
+// Defaults: td3_preset("L2F-Crazyflie-v0") (what train_td3 --env L2F-Crazyflie-v0 trains with);
+// the replay buffer always holds every step (--steps).
 //
 // Training env: l2f.Environment()'s Params with the --env-param changes (the fields of
 // rlkernels/envs/param_fields.hpp, as train_td3 takes them), e.g. --env-param
