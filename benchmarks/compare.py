@@ -42,6 +42,7 @@ arrays for the Python systems, host buffers for ours on the CPU), device memory 
 Usage:
   python3 benchmarks/compare.py                     # build, measure everything, write build/compare/
   python3 benchmarks/compare.py --write-docs        # ... and update docs/benchmarks.md and README.md
+  python3 benchmarks/compare.py --front-page        # README's table from the runs stored in docs/compare/
   python3 benchmarks/compare.py --quick             # 3 repeats of 0.2 s, N up to 65536
   python3 benchmarks/compare.py --help
 Outputs: <out-dir>/results.json (every raw number), results.md (the tables), <env>.png (log-log).
@@ -243,6 +244,62 @@ def markdown_summary(cells: list[dict]) -> str:
 
 
 OURS = ["rlk_cuda", "rlk_cuda_f64", "rlk_openmp", "rlk_openmp_f64", "rlk_serial", "rlk_serial_f64"]
+
+
+def newest_runs_per_env(runs: list[dict]) -> dict[str, dict]:
+    """env -> the newest of runs (each a results.json) that measured it (by the run's machine date)."""
+    newest: dict[str, dict] = {}
+    for run in sorted(runs, key=lambda r: r["machine"]["date"]):
+        for env in ENVS:
+            if any(c["env"] == env and c["status"] == "ok" for c in run["cells"]):
+                newest[env] = run
+    return newest
+
+
+def front_page_summary(runs: list[dict]) -> str:
+    """README's performance table: per env, from the newest stored run that measured it, the best median
+    of ours and of each package (EnvPool, Gymnasium's vector and single env, the MinAtar package, MuJoCo's
+    mj_step in C), our speed-ups over Gymnasium's single env and over the best package, and a letter
+    naming the run; under it, a line per run with its date, machine, commit and command. Every figure is
+    read from the runs' cells, none is typed in."""
+    newest = newest_runs_per_env(runs)
+    order = []
+    for env in ENVS:
+        if env in newest and newest[env] not in order:
+            order.append(newest[env])
+    letters = {id(run): chr(ord("a") + i) for i, run in enumerate(order)}
+    families = [("rlkernels", OURS), ("EnvPool", ["envpool", "envpool_minus_one", "envpool_v5"]),
+                ("Gymnasium vector", ["gymnasium_numpy", "gymnasium_sync", "gymnasium_async"]),
+                ("Gymnasium, one env", ["gymnasium"]), ("MinAtar package", ["minatar"]),
+                ("MuJoCo `mj_step` (C)", ["mujoco_openmp", "mujoco_serial"])]
+    packages = [s for _, systems in families[1:] for s in systems]
+    lines = ["| env | " + " | ".join(f for f, _ in families) + " | ours / Gymnasium one env | ours / best package | run |",
+             "|---|" + "---:|" * (len(families) + 2) + "---|"]
+    for env in ENVS:
+        if env not in newest:
+            continue
+        cells = newest[env]["cells"]
+        row = [env]
+        for _, systems in families:
+            b = best_cell(cells, env, systems)
+            row.append(human_rate(b["summary"]["median"]) if b else "–")
+        ours, one, base = best_cell(cells, env, OURS), best_cell(cells, env, ["gymnasium"]), best_cell(cells, env, packages)
+
+        def ratio(a, b):
+            if not (a and b):
+                return "–"
+            r = a["summary"]["median"] / b["summary"]["median"]
+            return f"{r:.1f}x" if r < 10 else f"{r:,.0f}x"
+        row += [ratio(ours, one), ratio(ours, base), f"({letters[id(newest[env])]})"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    for run in order:
+        m = run["machine"]
+        lines.append(f"({letters[id(run)]}) {m['date'].split(' ')[0]}, {machine_line(m)}, rlkernels {m['commit']}: "
+                     f"`{run['command']}`  ")
+    lines[-1] = lines[-1].rstrip()
+    return "\n".join(lines)
+
 
 
 def cores_used(cell: dict) -> int:
@@ -1151,6 +1208,56 @@ def report_markdown(r: Runner, machine: dict, versions: dict, command: str, imag
     return "\n".join(lines)
 
 
+def stored_run_sections(stored: Path = ROOT / "docs/compare", image_dir: str = "compare") -> str:
+    """docs/benchmarks.md's sections of the separate runs stored in docs/compare/ (every
+    *results.json but the full run's results.json that is still the newest run of one of its envs):
+    each run's full report, as --report-only renders it, under a heading naming its envs."""
+    import types
+    runs = {f.name: json.loads(f.read_text()) for f in sorted(stored.glob("*results.json"))}
+    current = {id(r) for r in newest_runs_per_env(list(runs.values())).values()}
+    parts = []
+    for name, run in sorted(runs.items(), key=lambda kv: kv[1]["machine"]["date"]):
+        if name == "results.json" or id(run) not in current:
+            continue
+        envs = [e for e in ENVS if any(c["env"] == e for c in run["cells"])]
+        st = run["settings"]
+        runner = types.SimpleNamespace(
+            args=types.SimpleNamespace(envs=envs, sizes=st["sizes"], repeats=st["repeats"], min_time=st["min_time_s"]),
+            cells=run["cells"], training=run.get("training", []),
+            notes=[n for n in run.get("notes", []) if not n.startswith("matplotlib")])
+        body = report_markdown(runner, run["machine"], run["packages"], run["command"], image_dir)
+        body = re.sub(r"^### ", "#### ", body, flags=re.M)
+        parts += [f"### {', '.join(envs)} (run of {run['machine']['date'].split(' ')[0]})", "",
+                  f"Raw data: [compare/{name}](compare/{name}).", "", body]
+    return "\n".join(parts)
+
+
+def write_stored_runs(bench: Path = ROOT / "docs/benchmarks.md") -> None:
+    """Writes stored_run_sections() between docs/benchmarks.md's compare.py:runs markers."""
+    bench.write_text(replace_between(bench.read_text(), "<!-- compare.py:runs:begin -->",
+                                     "<!-- compare.py:runs:end -->", stored_run_sections()))
+
+
+def write_front_page(readme: Path = ROOT / "README.md", stored: Path = ROOT / "docs/compare") -> None:
+    """Writes README.md's performance section from the runs stored in docs/compare/ (*results.json):
+    front_page_summary's table, and the training-time table of the newest run that has one."""
+    runs = [json.loads(f.read_text()) for f in sorted(stored.glob("*results.json"))]
+    if not runs:
+        raise ValueError(f"no stored runs (*results.json) in {stored}")
+    lines = [front_page_summary(runs), ""]
+    trained = [r for r in runs if r.get("training")]
+    if trained:
+        run = max(trained, key=lambda r: r["machine"]["date"])
+        lines += [f"Training time ({run['machine']['date'].split(' ')[0]}, same machine, `{run['command']}`):", "",
+                  markdown_training(run["training"]), ""]
+    lines += ["Env-steps/s: the best median over N of each system, random actions, observations in host memory. "
+              "Every table, plot and the method: [docs/benchmarks.md](docs/benchmarks.md#comparison-with-cpu-baselines). "
+              "Regenerate with `python3 benchmarks/compare.py --write-docs` (a new run) or `--front-page` "
+              "(this section from docs/compare/)."]
+    readme.write_text(replace_between(readme.read_text(), "<!-- compare.py:summary:begin -->",
+                                      "<!-- compare.py:summary:end -->", "\n".join(lines)))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="See the module docstring and docs/benchmarks.md.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1179,6 +1286,9 @@ def main(argv=None) -> int:
                    help="also write the tables and plots into docs/benchmarks.md, docs/compare/ and README.md")
     p.add_argument("--report-only", metavar="RESULTS_JSON",
                    help="re-render the tables, plots (and with --write-docs the docs) of an earlier run's results.json")
+    p.add_argument("--front-page", action="store_true",
+                   help="only re-render README.md's performance section and docs/benchmarks.md's separate runs "
+                        "from the runs stored in docs/compare/")
     p.add_argument("--python", default=sys.executable, help="interpreter for the Python baselines")
     p.add_argument("--skip-training", action="store_true", help="leave out the training-time rows")
     p.add_argument("--sb3-seeds", type=int, default=5, help="seeds of each Stable-Baselines3 row (default 5; 0 = none)")
@@ -1207,6 +1317,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.worker:
         return run_worker(args)
+    if args.front_page:
+        write_front_page()
+        write_stored_runs()
+        print("== updated README.md's performance section and docs/benchmarks.md's separate runs "
+              "from docs/compare/*results.json")
+        return 0
 
     if args.quick:
         args.repeats, args.min_time, args.sb3_seeds = 3, 0.2, min(args.sb3_seeds, 2)
@@ -1285,23 +1401,22 @@ def main(argv=None) -> int:
         for env in args.envs:
             if (out / f"{slug(env)}.png").exists():
                 shutil.copyfile(out / f"{slug(env)}.png", docs_img / f"{slug(env)}.png")
-        shutil.copyfile(out / "results.json", docs_img / "results.json")
-        bench = ROOT / "docs/benchmarks.md"
-        bench.write_text(replace_between(bench.read_text(), "<!-- compare.py:begin -->", "<!-- compare.py:end -->",
-                                         report_markdown(runner, machine, versions, command, "compare")))
-        readme = ROOT / "README.md"
-        first = slug(args.envs[0])
-        summary = "\n".join([
-            f"Measured {machine['date'].split(' ')[0]} on {machine_line(machine)}: the best env-steps/s of each system "
-            f"over N = {', '.join(human_n(n) for n in args.sizes)} (median of {args.repeats} repeats; random actions).", "",
-            markdown_summary(runner.cells), "",
-            f"![{args.envs[0]}: env-steps/s against N](docs/compare/{first}.png)", ""]
-            + (["Training time on the same machine:", "", markdown_training(runner.training), ""] if runner.training else [])
-            + [f"Reproduce with `{command}` (add `--write-docs` to update this section); every table, the plots of all "
-               "four envs and the method are in [docs/benchmarks.md](docs/benchmarks.md#comparison-with-cpu-baselines)."])
-        readme.write_text(replace_between(readme.read_text(), "<!-- compare.py:summary:begin -->",
-                                          "<!-- compare.py:summary:end -->", summary))
-        print("== updated docs/benchmarks.md, docs/compare/ and README.md", flush=True)
+        # A run of every env but the MuJoCo ones (the default run's) is docs/compare/results.json and
+        # docs/benchmarks.md's generated section; any other run is kept beside it under its envs' names.
+        full = all(e in args.envs for e in ENVS if not ENVS[e].get("mujoco"))
+        stored = docs_img / ("results.json" if full else "_".join(slug(e) for e in args.envs) + "_results.json")
+        if not (stored.exists() and args.report_only and stored.samefile(args.report_only)):
+            shutil.copyfile(out / "results.json", stored)
+        if full:
+            bench = ROOT / "docs/benchmarks.md"
+            bench.write_text(replace_between(bench.read_text(), "<!-- compare.py:begin -->", "<!-- compare.py:end -->",
+                                             report_markdown(runner, machine, versions, command, "compare")))
+        else:
+            print(f"== the tables of this run are in {out}/results.md (docs/benchmarks.md's section is the full run's)")
+        write_front_page()
+        write_stored_runs()
+        print(f"== updated {stored.relative_to(ROOT)}, docs/compare/*.png{', docs/benchmarks.md' if full else ''} "
+              "and README.md", flush=True)
     if args.smoke:
         # the pipeline check CTest runs: every row of ours must have been measured
         ours = ("rlk_serial", "rlk_openmp", "rlk_serial_f64", "rlk_openmp_f64", "gym_style_cpp", "mujoco_serial",

@@ -316,5 +316,78 @@ class Actions(unittest.TestCase):
         self.assertTrue(all((x == y).all() for x, y in zip(p, compare.make_actions(compare.ENVS["Pendulum-v1"], 1000))))
 
 
+class FrontPage(unittest.TestCase):
+    @staticmethod
+    def stored_run(date, commit, command, cells, training=None):
+        machine = {"cpu": "Test CPU", "cores": 2, "memory_gib": 8, "gpus": [], "date": date, "commit": commit,
+                   "os": "Linux"}
+        return {"machine": machine, "command": command, "cells": cells, "training": training or []}
+
+    def test_each_env_from_its_newest_run_with_the_runs_named(self):
+        old = self.stored_run("2026-01-01 10:00 UTC", "aaa", "python3 benchmarks/compare.py", [
+            ok_cell("rlk_openmp", "CartPole-v1", 4096, [100.0e6]), ok_cell("gymnasium", "CartPole-v1", 1, [100.0e3]),
+            ok_cell("envpool", "CartPole-v1", 4096, [1.0e6]),
+            ok_cell("rlk_serial", "Hopper-v5", 16, [10.0e3]), ok_cell("mujoco_serial", "Hopper-v5", 16, [9.0e3])])
+        new = self.stored_run("2026-02-01 10:00 UTC", "bbb", "python3 benchmarks/compare.py --envs Hopper-v5", [
+            ok_cell("rlk_openmp_f64", "Hopper-v5", 256, [40.0e3]), ok_cell("mujoco_openmp", "Hopper-v5", 256, [16.0e3]),
+            ok_cell("gymnasium", "Hopper-v5", 1, [4.0e3]), ok_cell("envpool_v5", "Hopper-v5", 4096, [20.0e3]),
+            skipped_cell("gymnasium_sync", "Hopper-v5", 4096, "over the budget")])
+        table = compare.front_page_summary([new, old])  # the order given does not matter
+        rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
+        # CartPole from the old run: ours 100M, EnvPool 1M, Gymnasium one env 100k: 1,000x and 100x
+        self.assertEqual(rows["CartPole-v1"],
+                         "| CartPole-v1 | 100M | 1M | – | 100k | – | – | 1,000x | 100x | (a) |")
+        # Hopper from the new run only (the old run's 10k is superseded); the best package is EnvPool's 20k
+        self.assertEqual(rows["Hopper-v5"], "| Hopper-v5 | 40k | 20k | – | 4k | – | 16k | 10x | 2.0x | (b) |")
+        self.assertIn("(a) 2026-01-01, Test CPU, 2 cores, 8 GiB, no GPU, rlkernels aaa: `python3 benchmarks/compare.py`",
+                      table)
+        self.assertIn("(b) 2026-02-01, Test CPU, 2 cores, 8 GiB, no GPU, rlkernels bbb: "
+                      "`python3 benchmarks/compare.py --envs Hopper-v5`", table)
+        self.assertNotIn("Pendulum", table)
+
+    def test_stored_run_sections_render_the_current_separate_runs(self):
+        import json
+        import tempfile
+        settings = {"sizes": [1, 16], "repeats": 3, "min_time_s": 0.3}
+        full = self.stored_run("2026-01-01 10:00 UTC", "aaa", "python3 benchmarks/compare.py",
+                               [ok_cell("rlk_openmp", "CartPole-v1", 16, [5.0e6])])
+        old = self.stored_run("2026-01-02 10:00 UTC", "bbb", "python3 benchmarks/compare.py --envs Hopper-v5",
+                              [ok_cell("rlk_serial", "Hopper-v5", 16, [1.0e3])])
+        new = self.stored_run("2026-01-03 10:00 UTC", "ccc", "python3 benchmarks/compare.py --envs Hopper-v5",
+                              [ok_cell("rlk_serial", "Hopper-v5", 16, [2.0e3])])
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            for name, run in (("results.json", full), ("a_results.json", old), ("b_results.json", new)):
+                run.update(settings=settings, packages={"numpy": "2"}, notes=[])
+                (d / name).write_text(json.dumps(run))
+            text = compare.stored_run_sections(d)
+        self.assertIn("### Hopper-v5 (run of 2026-01-03)", text)
+        self.assertIn("[compare/b_results.json]", text)
+        self.assertIn("| 2k |", text)
+        self.assertNotIn("CartPole", text)  # the full run has docs/benchmarks.md's own section
+        self.assertNotIn("2026-01-02", text)  # superseded by the newer run of the same env
+
+    def test_write_front_page_replaces_only_the_section(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            run = self.stored_run("2026-01-01 10:00 UTC", "aaa", "python3 benchmarks/compare.py",
+                           [ok_cell("rlk_openmp", "CartPole-v1", 4096, [5.0e6])],
+                           [{"task": "PPO", "system": "ours", "status": "ok", "seconds": [1.0, 2.0, 3.0]}])
+            (d / "results.json").write_text(json.dumps(run))
+            readme = d / "README.md"
+            readme.write_text("intro\n<!-- compare.py:summary:begin -->\nold\n<!-- compare.py:summary:end -->\nrest\n")
+            compare.write_front_page(readme, d)
+            text = readme.read_text()
+            self.assertTrue(text.startswith("intro\n<!-- compare.py:summary:begin -->\n| env |"))
+            self.assertTrue(text.endswith("<!-- compare.py:summary:end -->\nrest\n"))
+            self.assertNotIn("old", text)
+            self.assertIn("| CartPole-v1 | 5M |", text)
+            self.assertIn("| PPO | ours | 2.00 s | 1.00 – 3.00 s | 3 |", text)
+            with self.assertRaises(ValueError):
+                compare.write_front_page(readme, d / "empty")
+
+
 if __name__ == "__main__":
     unittest.main()
