@@ -67,11 +67,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--per-alpha", &config::per_alpha),
       field("--per-beta0", &config::per_beta0),
       field("--per-eps", &config::per_epsilon),
-      field("--hidden", &config::hidden_sizes),
-      rlk_example::activation_option<config>(),
   };
-  for (auto& o : rlk_example::data_parallel_options<config>("batch")) options.push_back(std::move(o));
-  return options;
+  return rlk_example::with_network_options(std::move(options), "64,64", "batch");
 }
 
 /// The preset of the env; CleanRL's dqn.py defaults for ids without one.
@@ -90,10 +87,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
   const dqn_config& c = cl.config;
   const std::string id(entry.info.id);
   const std::string n_step = c.n_step > 1 ? ", " + std::to_string(c.n_step) + "-step" : "";
-  if (comm.rank() == 0 && comm.size() > 1)
-    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs, each rank its own replay buffer; batch %zu per rank; "
-                "gradients all-reduced in rank order\n",
-                comm.size(), comm.name().c_str(), c.num_envs, std::size_t(comm.size()) * c.num_envs, c.batch_size);
+  rlk_example::print_replay_data_parallel(comm, c.num_envs, c.batch_size);
   if (comm.rank() == 0) std::printf("DQN on %s (%s backend), seed %llu: %zu envs, buffer %zu, lr %g, batch %zu, learning starts %llu, "
               "train every %llu steps x %zu gradient steps, target %s every %llu steps, epsilon %g -> %g over %g, "
               "gamma %g, %s loss%s%s%s, hidden %s, %llu steps\n",
@@ -133,19 +127,8 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
 }  // namespace
 
 int main(int argc, char** argv) {
-  return rlk_example::guarded_main([&] {
-    const rlk_example::command_line<config> cl =
-        rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
-    return rlk_example::run_job(job, [&] {
-      return rlk_example::with_env<rlk_example::discrete_classic_control>(
-        cl.run,
-        "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar); " +
-            cl.run.env + " is not one of them",
-        [&](auto entry) {
-          return rlk_example::with_backend(cl.run.backend, program,
-                                           [&](auto backend) { return run(backend, cl, entry, job.get()); });
-        });
-    });
-  });
+  return rlk_example::training_main<rlk_example::discrete_classic_control>(
+      argc, argv, program, hyperparameters(), preset,
+      "train_dqn trains the discrete-action classic-control envs (CartPole, Acrobot, MountainCar)",
+      [](auto&&... args) { return run(args...); });
 }

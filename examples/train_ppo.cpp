@@ -52,11 +52,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--norm-obs", &config::normalize_observations),
       field("--norm-reward", &config::normalize_rewards),
       field("--init-log-std", &config::init_log_std),
-      field("--hidden", &config::hidden_sizes),
-      rlk_example::activation_option<config>(),
   };
-  for (auto& o : rlk_example::data_parallel_options<config>("minibatch")) options.push_back(std::move(o));
-  return options;
+  return rlk_example::with_network_options(std::move(options), "64,64", "minibatch");
 }
 
 /// The preset of the env; for ids without one, CleanRL's defaults for its action space.
@@ -98,30 +95,15 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
             real("learning_rate", s.learning_rate)};
   };
   const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, rlk_example::no_stats{});
-  if (status == 0 && !cl.run.export_policy.empty() && comm.rank() == 0) {
-    save_policy(agent, id, cl.run.export_policy);  // rlkernels/algorithms/policy_file.hpp
-    std::printf("policy: %s\n", cl.run.export_policy.c_str());
-  }
-  return status;
+  return rlk_example::export_policy(status, agent, cl.run, id, comm);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return rlk_example::guarded_main([&] {
-    const rlk_example::command_line<config> cl =
-        rlk_example::parse_command_line(argc, argv, program, hyperparameters(), preset);
-    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
-    return rlk_example::run_job(job, [&] {
-      return rlk_example::with_env<rlk_example::classic_control_or_locomotion>(
-          cl.run,
-          "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
-          "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5); " + cl.run.env +
-              " is not one of them",
-          [&](auto entry) {
-            return rlk_example::with_backend(cl.run.backend, program,
-                                             [&](auto backend) { return run(backend, cl, entry, job.get()); });
-          });
-    });
-  });
+  return rlk_example::training_main<rlk_example::classic_control_or_locomotion>(
+      argc, argv, program, hyperparameters(), preset,
+      "train_ppo trains the classic-control envs (CartPole, Acrobot, MountainCar, Pendulum) and the MuJoCo "
+      "locomotion envs (HalfCheetah-v5, Hopper-v5, Walker2d-v5)",
+      [](auto&&... args) { return run(args...); });
 }

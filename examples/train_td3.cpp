@@ -36,12 +36,8 @@ const rlk_example::program program{"train_td3", "TD3", "td3", "Pendulum-v1", 100
                                    /*data_parallel=*/true};
 
 std::vector<rlk_example::option<config>> hyperparameters() {
-  std::vector<rlk_example::option<config>> options = {
-      field("--total-steps", &config::total_timesteps),
-      field("--num-envs", &config::num_envs),
-      field("--buffer-size", &config::buffer_size),
-      field("--batch-size", &config::batch_size),
-      field("--learning-starts", &config::learning_starts),
+  std::vector<rlk_example::option<config>> options = rlk_example::off_policy_data_options<config>();
+  options.insert(options.end(), {
       field("--random-warmup", &config::random_warmup),
       field("--actor-learning-starts", &config::actor_learning_starts),
       field("--gradient-steps", &config::gradient_steps),
@@ -58,11 +54,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--noise-clip", &config::noise_clip),
       field("--exploration-noise", &config::exploration_noise),
       field("--actor-noise", &config::actor_noise),
-      field("--hidden", &config::hidden_sizes, "256,256"),
-      rlk_example::activation_option<config>(),
-  };
-  for (auto& o : rlk_example::data_parallel_options<config>("batch")) options.push_back(std::move(o));
-  return options;
+  });
+  return rlk_example::with_network_options(std::move(options), "256,256", "batch");
 }
 
 std::vector<rlk_example::stat> columns(const rlkernels::td3_iteration_stats& s) {
@@ -90,10 +83,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
   using namespace rlkernels;
   const td3_config& c = cl.config;
   const std::string id(entry.info.id);
-  if (comm.rank() == 0 && comm.size() > 1)
-    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs, each rank its own replay buffer; batch %zu per rank; "
-                "gradients all-reduced in rank order\n",
-                comm.size(), comm.name().c_str(), c.num_envs, std::size_t(comm.size()) * c.num_envs, c.batch_size);
+  rlk_example::print_replay_data_parallel(comm, c.num_envs, c.batch_size);
   if (comm.rank() == 0) std::printf("TD3 on %s (%s backend), seed %llu: %zu envs, buffer %zu, batch %zu x %zu per step from step %llu, "
               "gamma %g, tau %g, lr %g (policy) %g (q), policy every %llu, noise %g (exploration) %g clip %g "
               "(target), hidden %s, %llu steps\n",
@@ -113,30 +103,15 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
                 1.0 + 1.0 / double(c.policy_frequency), critics, actor);
   }
   const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, progress, merge);
-  if (status == 0 && !cl.run.export_policy.empty() && comm.rank() == 0) {
-    save_policy(agent, id, cl.run.export_policy);  // rlkernels/algorithms/policy_file.hpp
-    std::printf("policy: %s\n", cl.run.export_policy.c_str());
-  }
-  return status;
+  return rlk_example::export_policy(status, agent, cl.run, id, comm);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return rlk_example::guarded_main([&] {
-    const rlk_example::command_line<config> cl =
-        rlk_example::parse_command_line(argc, argv, program, hyperparameters(), rlkernels::td3_preset);
-    const rlk_example::distributed_job job = rlk_example::start_job(argc, argv, cl.run, program);
-    return rlk_example::run_job(job, [&] {
-      return rlk_example::with_env<rlk_example::continuous_actions>(
-        cl.run,
-        "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "
-        "Hopper-v5, Walker2d-v5, Ant-v5, Humanoid-v5, ..., L2F-Crazyflie-v0); " + cl.run.env +
-            " is not one of them",
-        [&](auto entry) {
-          return rlk_example::with_backend(cl.run.backend, program,
-                                           [&](auto backend) { return run(backend, cl, entry, job.get()); });
-        });
-    });
-  });
+  return rlk_example::training_main<rlk_example::continuous_actions>(
+      argc, argv, program, hyperparameters(), rlkernels::td3_preset,
+      "train_td3 trains the continuous-action envs (Pendulum-v1, MountainCarContinuous-v0, HalfCheetah-v5, "
+      "Hopper-v5, Walker2d-v5, Ant-v5, Humanoid-v5, ..., L2F-Crazyflie-v0)",
+      [](auto&&... args) { return run(args...); });
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <rlkernels/algorithms/common.hpp>
+#include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/core/backend.hpp>
 #include <rlkernels/core/communicator.hpp>
 #if defined(RLK_EXAMPLE_MPI)
@@ -165,6 +166,12 @@ struct option {
   std::string metavar;                                         ///< "X" in the help
   std::function<void(Config&, const std::string& value)> set;  ///< parses value into the config
   std::string help;                                            ///< one line, or empty
+
+  /// An option of a base of the config (off_policy_config's fields in sac_config) is an option of the config.
+  template <class Derived, class = std::enable_if_t<std::is_base_of_v<Config, Derived> && !std::is_same_v<Config, Derived>>>
+  operator option<Derived>() const {
+    return {flag, metavar, [set = set](Derived& c, const std::string& v) { set(c, v); }, help};
+  }
 };
 
 /// An option that sets the field `member`, parsed by its type: bool (true/false), an integer
@@ -224,6 +231,26 @@ std::vector<option<Config>> data_parallel_options(const char* batch_name) {
           field<Config, std::size_t>("--grad-accum", &Config::gradient_accumulation_steps, "K",
                 std::string("compute each ") + batch_name +
                     "'s gradient in K micro-batches (the same update, less memory; default 1)")};
+}
+
+/// @brief --total-steps, --num-envs, --buffer-size, --batch-size and --learning-starts: the
+/// replay data options (off_policy_config's) that train_sac's and train_td3's tables start with.
+template <class Config>
+std::vector<option<Config>> off_policy_data_options() {
+  return {field("--total-steps", &Config::total_timesteps), field("--num-envs", &Config::num_envs),
+          field("--buffer-size", &Config::buffer_size), field("--batch-size", &Config::batch_size),
+          field("--learning-starts", &Config::learning_starts)};
+}
+
+/// @brief `options`, then the options every trainer's table ends with: --hidden (shown with
+/// `hidden_metavar`), --activation and data_parallel_options(batch_name).
+template <class Config>
+std::vector<option<Config>> with_network_options(std::vector<option<Config>> options, const char* hidden_metavar,
+                                                 const char* batch_name) {
+  options.push_back(field("--hidden", &Config::hidden_sizes, hidden_metavar));
+  options.push_back(activation_option<Config>());
+  for (auto& o : data_parallel_options<Config>(batch_name)) options.push_back(std::move(o));
+  return options;
 }
 
 /// Trainer configs with the checkpoint fields of the trainer convention (checkpoint_dir,
@@ -635,6 +662,34 @@ int guarded_main(F&& f) {
   }
 }
 
+/// @brief A training example's whole main(): parses the command line (`hyperparameters`, the
+/// env's `preset`), starts the job, and calls run(backend, command_line, entry, communicator)
+/// with the backend and the registry entry of --env, for envs where Trains<Env>::value holds
+/// (refused with "<refusal>; <env> is not one of them" otherwise).
+/// @return main()'s exit status (errors are printed as guarded_main and run_job print them)
+template <template <class> class Trains, class Config, class Preset, class Run>
+int training_main(int argc, char** argv, const program& p, std::vector<option<Config>> hyperparameters,
+                  Preset&& preset, const std::string& refusal, Run&& run) {
+  return guarded_main([&] {
+    const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
+    const distributed_job job = start_job(argc, argv, cl.run, p);
+    return run_job(job, [&] {
+      return with_env<Trains>(cl.run, refusal + "; " + cl.run.env + " is not one of them", [&](auto entry) {
+        return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, entry, job.get()); });
+      });
+    });
+  });
+}
+
+/// @brief Rank 0 of a data-parallel off-policy job (DQN, SAC, TD3) says how the ranks share the
+/// envs, replay buffers and batches; nothing in one process.
+inline void print_replay_data_parallel(rlkernels::communicator& comm, std::size_t num_envs, std::size_t batch_size) {
+  if (comm.rank() == 0 && comm.size() > 1)
+    std::printf("data parallel: %d ranks (%s) x %zu envs = %zu envs, each rank its own replay buffer; batch %zu per rank; "
+                "gradients all-reduced in rank order\n",
+                comm.size(), comm.name().c_str(), num_envs, std::size_t(comm.size()) * num_envs, batch_size);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Training: progress line, learning curve, plot, evaluation
 // ---------------------------------------------------------------------------------------------
@@ -1005,6 +1060,20 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   }
   if (opt.eval_episodes > 0) detail::print_evaluation(agent, opt.eval_episodes, seed + 1000003);
   return 0;
+}
+
+/// @brief After training with `status` 0, rank 0 writes the trained deterministic policy to
+/// --export-policy FILE when given (rlkernels/algorithms/policy_file.hpp: PPO and TD3 agents)
+/// and says where.
+/// @return `status`
+template <class Trainer>
+int export_policy(int status, const Trainer& agent, const run_options& opt, const std::string& env_id,
+                  rlkernels::communicator& comm) {
+  if (status == 0 && !opt.export_policy.empty() && comm.rank() == 0) {
+    rlkernels::save_policy(agent, env_id, opt.export_policy);
+    std::printf("policy: %s\n", opt.export_policy.c_str());
+  }
+  return status;
 }
 
 /// No progress fields or columns.

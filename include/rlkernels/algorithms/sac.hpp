@@ -20,6 +20,7 @@
 #include "actor_critic.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
+#include "off_policy_config.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -36,47 +37,22 @@
 
 namespace rlkernels {
 
-/// @brief SAC's hyperparameters. The defaults are CleanRL's sac_continuous_action.py; see
-/// sac_config::sb3() for Stable-Baselines3's and sac_preset() for tuned per-env settings. In a
-/// data-parallel run (docs/distributed.md) num_envs, buffer_size and batch_size are each rank's,
-/// total_timesteps and learning_starts count the env steps of all ranks together; the
-/// data-parallel and gradient accumulation settings come from data_parallel_settings.
-struct sac_config : data_parallel_settings {
-  // ---- data ----
-  std::size_t num_envs = 1;                  ///< parallel envs N (one iteration = one step of each)
-  std::uint64_t total_timesteps = 1000000;   ///< env steps to train for (all envs)
-  std::size_t buffer_size = 1000000;         ///< replay capacity in transitions (rounded up to whole steps of N)
-  std::uint64_t learning_starts = 5000;      ///< env steps of uniform random actions before the first update
-  // ---- optimisation ----
-  std::size_t batch_size = 256;              ///< transitions per gradient step
-  std::size_t gradient_steps = 1;            ///< gradient steps per iteration (after learning_starts)
-  double gamma = 0.99;                       ///< discount
-  double tau = 0.005;                        ///< Polyak weight of the target critics' update
-  double policy_lr = 3e-4;                   ///< Adam step size of the actor
-  double q_lr = 1e-3;                        ///< Adam step size of the critics
+/// @brief SAC's hyperparameters: those it shares with TD3 (off_policy_config: data, optimisation,
+/// networks, seed, checkpoints) and its own. The defaults are CleanRL's sac_continuous_action.py;
+/// see sac_config::sb3() for Stable-Baselines3's and sac_preset() for tuned per-env settings.
+struct sac_config : off_policy_config {
   double alpha_lr = 1e-3;                    ///< Adam step size of log(alpha) (CleanRL uses q_lr)
-  double adam_epsilon = 1e-8;                ///< Adam's epsilon (PyTorch's default)
-  /// The actor (and temperature) learn after every policy_frequency-th critic step, policy_frequency
-  /// times in a row (CleanRL's delayed update, which keeps one actor step per critic step on average).
-  std::uint64_t policy_frequency = 2;
   std::uint64_t target_network_frequency = 1;  ///< critic steps between Polyak updates of the targets
-  double critic_loss_scale = 1.0;            ///< 1: mse(Q1) + mse(Q2) (CleanRL); 0.5: SB3
   // ---- temperature ----
   double alpha = 0.2;                        ///< the temperature (initial value when autotune)
   bool autotune = true;                      ///< learn alpha towards target_entropy
   double target_entropy = std::nan("");      ///< NaN: -action_size (the paper's heuristic)
-  // ---- networks ----
-  std::vector<int> hidden_sizes = {256, 256};        ///< hidden widths of the actor and of each critic
-  activation hidden_activation = activation::relu;  ///< after each hidden layer
+  // ---- policy ----
   double log_std_min = -20;                         ///< the policy's log-std is clamped to [min, max]
   double log_std_max = 2;                           ///< (SB3's bounds)
-  // ---- reproducibility ----
-  std::uint64_t seed = 1;  ///< seeds envs, initial weights, actions, batches and noise
-  // ---- checkpoints (not part of hyperparameters()) ----
-  std::string checkpoint_dir;         ///< directory of automatic checkpoints (empty: none)
-  std::uint64_t checkpoint_every = 0;  ///< iterations between automatic checkpoints (0: none)
-  std::size_t checkpoint_keep = 3;     ///< newest automatic checkpoints kept
-  bool checkpoint_buffers = true;      ///< include the replay buffer in checkpoints (exact resume)
+
+  /// CleanRL's defaults: 5000 warm-up steps, critics' learning rate 1e-3.
+  sac_config() : off_policy_config(/*default_learning_starts=*/5000, /*default_q_lr=*/1e-3) {}
 
   /// Stable-Baselines3's SAC defaults (lr 3e-4 everywhere, 100 warm-up steps, one actor and
   /// temperature step per critic step, 0.5 * the critic MSE sum, alpha starting at 1).
@@ -90,20 +66,9 @@ struct sac_config : data_parallel_settings {
     c.alpha = 1.0;
     return c;
   }
-  /// Replay ring rows: ceil(buffer_size / num_envs).
-  std::size_t buffer_steps() const noexcept { return num_envs ? (buffer_size + num_envs - 1) / num_envs : 0; }
-  /// Iterations (steps of all N envs) to cover total_timesteps.
-  std::uint64_t num_iterations() const noexcept {
-    return num_envs ? (total_timesteps + num_envs - 1) / num_envs : 0;
-  }
   /// "key=value" lines of every hyperparameter (not the checkpoint settings), as checkpoints record them.
   std::string hyperparameters() const {
-    return detail::hyperparameter_lines{}
-        .add("algorithm", "sac")
-        .add("num_envs", num_envs)
-        .add("total_timesteps", total_timesteps)
-        .add("buffer_size", buffer_size)
-        .add("learning_starts", learning_starts)
+    return data_lines("sac")
         .add("batch_size", batch_size)
         .add("gradient_steps", gradient_steps)
         .add("gamma", gamma)
@@ -197,6 +162,9 @@ class sac {
   /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
   /// ranks (every rank constructs its agent with the same config), this rank's envs are
   /// rank * num_envs .. and the parameters are rank 0's.
+  /// @param backend where the envs, networks and buffers live and run (serial, openmp or a cuda_backend)
+  /// @param config the hyperparameters; validated here (a bad value throws std::invalid_argument naming it)
+  /// @param env_params the envs' parameters (default: the env's defaults)
   /// @param comm the job's ranks (default: this process alone); it must outlive the agent
   /// @throw std::invalid_argument on a bad config (see sac_config::validate), or if the ranks'
   ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error

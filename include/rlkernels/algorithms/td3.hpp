@@ -17,6 +17,7 @@
 #include "../nn/optim.hpp"
 #include "actor_critic.hpp"
 #include "data_parallel.hpp"
+#include "off_policy_config.hpp"
 #include "common.hpp"
 
 #include <chrono>
@@ -32,62 +33,27 @@
 
 namespace rlkernels {
 
-/// @brief TD3's hyperparameters. The defaults are CleanRL's td3_continuous_action.py (noise
-/// scales are fractions of the action range's half-width, as CleanRL's `* action_scale`); see
-/// td3_preset() for tuned per-env settings. In a data-parallel run (docs/distributed.md) num_envs,
-/// buffer_size and batch_size are each rank's, total_timesteps and learning_starts count the env
-/// steps of all ranks together; the data-parallel and gradient accumulation settings come from
-/// data_parallel_settings.
-struct td3_config : data_parallel_settings {
-  // ---- data ----
-  std::size_t num_envs = 1;                 ///< parallel envs N (one iteration = one step of each)
-  std::uint64_t total_timesteps = 1000000;  ///< env steps to train for (all envs)
-  std::size_t buffer_size = 1000000;        ///< replay capacity in transitions (rounded up to whole steps of N)
-  std::uint64_t learning_starts = 25000;    ///< env steps before the first update (uniform random actions, see random_warmup)
+/// @brief TD3's hyperparameters: those it shares with SAC (off_policy_config: data, optimisation,
+/// networks, seed, checkpoints) and its own. The defaults are CleanRL's td3_continuous_action.py
+/// (noise scales are fractions of the action range's half-width, as CleanRL's `* action_scale`);
+/// see td3_preset() for tuned per-env settings.
+struct td3_config : off_policy_config {
   bool random_warmup = true;  ///< true: uniform random actions during learning_starts (SB3, CleanRL); false: the initial actor with exploration noise acts from the first step (RLtools)
-  // ---- optimisation ----
-  std::size_t batch_size = 256;      ///< transitions per gradient step
-  std::size_t gradient_steps = 1;    ///< gradient steps per training iteration (after learning_starts)
   std::uint64_t train_frequency = 1; ///< iterations per training iteration: every train_frequency-th iteration takes the gradient steps (SB3's train_freq)
-  double gamma = 0.99;               ///< discount
-  double tau = 0.005;                ///< Polyak weight of the target networks' update
-  double policy_lr = 3e-4;           ///< Adam step size of the actor
-  double q_lr = 3e-4;                ///< Adam step size of the critics
-  double adam_epsilon = 1e-8;        ///< Adam's epsilon (PyTorch's default)
   double weight_decay = 0.0;         ///< decoupled (AdamW) weight decay of all three optimisers, per step p -= lr * weight_decay * p
-  std::uint64_t policy_frequency = 2;  ///< critic steps per actor step and target update (TD3's delay d)
   std::uint64_t critic_target_frequency = 0;  ///< critic steps per Polyak update of the critics' targets; 0: with the actor's, every policy_frequency-th (the TD3 paper, SB3); 1: every critic step (RLtools)
   std::uint64_t actor_learning_starts = 0;    ///< env steps before the first actor step (and actor target update); 0: learning_starts (RLtools' actor warm-up)
   double policy_noise = 0.2;         ///< std of the target policy smoothing noise
   double noise_clip = 0.5;           ///< bound of the smoothing noise
   double exploration_noise = 0.1;    ///< std of the Gaussian exploration noise on the actor's actions
   double actor_noise = 0.0;          ///< std of Gaussian noise on mu(s) in the actor's loss, -mean Q1(s, clip(mu(s) + noise)) (RLtools' td3_sampling layer: its exploration noise); 0: -mean Q1(s, mu(s))
-  double critic_loss_scale = 1.0;    ///< 1: mse(Q1) + mse(Q2) (CleanRL and SB3)
-  // ---- networks ----
-  std::vector<int> hidden_sizes = {256, 256};        ///< hidden widths of the actor and of each critic
-  activation hidden_activation = activation::relu;  ///< after each hidden layer
-  // ---- reproducibility ----
-  std::uint64_t seed = 1;  ///< seeds envs, initial weights, actions, batches and noise
-  // ---- checkpoints (not part of hyperparameters()) ----
-  std::string checkpoint_dir;          ///< directory of automatic checkpoints (empty: none)
-  std::uint64_t checkpoint_every = 0;  ///< iterations between automatic checkpoints (0: none)
-  std::size_t checkpoint_keep = 3;     ///< newest automatic checkpoints kept
-  bool checkpoint_buffers = true;      ///< include the replay buffer in checkpoints (exact resume)
 
-  /// Replay ring rows: ceil(buffer_size / num_envs).
-  std::size_t buffer_steps() const noexcept { return num_envs ? (buffer_size + num_envs - 1) / num_envs : 0; }
-  /// Iterations (steps of all N envs) to cover total_timesteps.
-  std::uint64_t num_iterations() const noexcept {
-    return num_envs ? (total_timesteps + num_envs - 1) / num_envs : 0;
-  }
+  /// CleanRL's defaults: 25000 warm-up steps, critics' learning rate 3e-4.
+  td3_config() : off_policy_config(/*default_learning_starts=*/25000, /*default_q_lr=*/3e-4) {}
+
   /// "key=value" lines of every hyperparameter (not the checkpoint settings), as checkpoints record them.
   std::string hyperparameters() const {
-    return detail::hyperparameter_lines{}
-        .add("algorithm", "td3")
-        .add("num_envs", num_envs)
-        .add("total_timesteps", total_timesteps)
-        .add("buffer_size", buffer_size)
-        .add("learning_starts", learning_starts)
+    return data_lines("td3")
         .add("random_warmup", random_warmup ? 1 : 0)
         .add("batch_size", batch_size)
         .add("gradient_steps", gradient_steps)
@@ -172,6 +138,9 @@ class td3 {
   /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
   /// ranks (every rank constructs its agent with the same config), this rank's envs are
   /// rank * num_envs .. and the parameters are rank 0's.
+  /// @param backend where the envs, networks and buffers live and run (serial, openmp or a cuda_backend)
+  /// @param config the hyperparameters; validated here (a bad value throws std::invalid_argument naming it)
+  /// @param env_params the envs' parameters (default: the env's defaults)
   /// @param comm the job's ranks (default: this process alone); it must outlive the agent
   /// @throw std::invalid_argument on a bad config (see td3_config::validate), or if the ranks'
   ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error

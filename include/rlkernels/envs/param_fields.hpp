@@ -23,14 +23,17 @@ namespace rlkernels {
 /// default knows only the time limit, which every Params has.
 template <class Env>
 struct param_fields {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("max_episode_steps", p.max_episode_steps);
   }
 };
 
+/// The settable parameters of `cartpole` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<cartpole<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("gravity", p.gravity);
@@ -46,15 +49,28 @@ struct param_fields<cartpole<S>> {
   }
 };
 
+namespace detail {
+
+/// The track that MountainCar and MountainCarContinuous share, their first fields: min_position,
+/// max_position, max_speed, goal_position, goal_velocity.
+template <class P, class F>
+void visit_mountain_car_track_fields(P& p, F& f) {
+  f("min_position", p.min_position);
+  f("max_position", p.max_position);
+  f("max_speed", p.max_speed);
+  f("goal_position", p.goal_position);
+  f("goal_velocity", p.goal_velocity);
+}
+
+}  // namespace detail
+
+/// The settable parameters of `mountain_car` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<mountain_car<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("min_position", p.min_position);
-    f("max_position", p.max_position);
-    f("max_speed", p.max_speed);
-    f("goal_position", p.goal_position);
-    f("goal_velocity", p.goal_velocity);
+    detail::visit_mountain_car_track_fields(p, f);
     f("force", p.force);
     f("gravity", p.gravity);
     f("reset_low", p.reset_low);
@@ -63,15 +79,13 @@ struct param_fields<mountain_car<S>> {
   }
 };
 
+/// The settable parameters of `mountain_car_continuous` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<mountain_car_continuous<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("min_position", p.min_position);
-    f("max_position", p.max_position);
-    f("max_speed", p.max_speed);
-    f("goal_position", p.goal_position);
-    f("goal_velocity", p.goal_velocity);
+    detail::visit_mountain_car_track_fields(p, f);
     f("power", p.power);
     f("gravity", p.gravity);
     f("goal_reward", p.goal_reward);
@@ -82,8 +96,10 @@ struct param_fields<mountain_car_continuous<S>> {
   }
 };
 
+/// The settable parameters of `pendulum` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<pendulum<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("g", p.g);
@@ -97,8 +113,10 @@ struct param_fields<pendulum<S>> {
   }
 };
 
+/// The settable parameters of `acrobot` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<acrobot<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("dt", p.dt);
@@ -118,55 +136,94 @@ struct param_fields<acrobot<S>> {
   }
 };
 
-template <class S, bool E>
-struct param_fields<half_cheetah<S, E>> {
+namespace detail {
+
+/// The first fields of the MuJoCo locomotion tasks (all but HumanoidStandup), in Gymnasium's
+/// keyword order: frame_skip, forward_reward_weight, ctrl_cost_weight.
+template <class P, class F>
+void visit_mujoco_leading_fields(P& p, F& f) {
+  f("frame_skip", p.frame_skip);
+  f("forward_reward_weight", p.forward_reward_weight);
+  f("ctrl_cost_weight", p.ctrl_cost_weight);
+}
+
+/// The health fields that Humanoid, Hopper and Walker2d list together: healthy_reward,
+/// terminate_when_unhealthy.
+template <class P, class F>
+void visit_healthy_fields(P& p, F& f) {
+  f("healthy_reward", p.healthy_reward);
+  f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+}
+
+/// The last fields of every MuJoCo task: reset_noise_scale, then the time limit.
+template <class P, class F>
+void visit_mujoco_trailing_fields(P& p, F& f) {
+  f("reset_noise_scale", p.reset_noise_scale);
+  f("max_episode_steps", p.max_episode_steps);
+}
+
+/// The MinAtar games' fields; `Ramping`: the game has difficulty ramping (all but Breakout).
+template <bool Ramping>
+struct minatar_param_fields {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("frame_skip", p.frame_skip);
-    f("forward_reward_weight", p.forward_reward_weight);
-    f("ctrl_cost_weight", p.ctrl_cost_weight);
-    f("reset_noise_scale", p.reset_noise_scale);
+    f("sticky_action_prob", p.sticky_action_prob);
+    if constexpr (Ramping) f("difficulty_ramping", p.difficulty_ramping);
+    f("channels_first", p.channels_first);
     f("max_episode_steps", p.max_episode_steps);
   }
 };
 
-template <class S, bool E, bool C>
-struct param_fields<ant<S, E, C>> {
+}  // namespace detail
+
+/// The settable parameters of `half_cheetah` (names as the Python keywords and `--env-param` take them).
+template <class S, bool E>
+struct param_fields<half_cheetah<S, E>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("frame_skip", p.frame_skip);
-    f("forward_reward_weight", p.forward_reward_weight);
-    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    detail::visit_mujoco_leading_fields(p, f);
+    detail::visit_mujoco_trailing_fields(p, f);
+  }
+};
+
+/// The settable parameters of `ant` (names as the Python keywords and `--env-param` take them).
+template <class S, bool E, bool C>
+struct param_fields<ant<S, E, C>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    detail::visit_mujoco_leading_fields(p, f);
     f("contact_cost_weight", p.contact_cost_weight);
     f("healthy_reward", p.healthy_reward);
     f("main_body", p.main_body);
     f("terminate_when_unhealthy", p.terminate_when_unhealthy);
     f("healthy_z_range", p.healthy_z_range);
     f("contact_force_range", p.contact_force_range);
-    f("reset_noise_scale", p.reset_noise_scale);
-    f("max_episode_steps", p.max_episode_steps);
+    detail::visit_mujoco_trailing_fields(p, f);
   }
 };
 
+/// The settable parameters of `humanoid` (names as the Python keywords and `--env-param` take them).
 template <class S, bool E, bool A, bool B, bool C, bool D>
 struct param_fields<humanoid<S, E, A, B, C, D>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("frame_skip", p.frame_skip);
-    f("forward_reward_weight", p.forward_reward_weight);
-    f("ctrl_cost_weight", p.ctrl_cost_weight);
+    detail::visit_mujoco_leading_fields(p, f);
     f("contact_cost_weight", p.contact_cost_weight);
     f("contact_cost_range", p.contact_cost_range);
-    f("healthy_reward", p.healthy_reward);
-    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    detail::visit_healthy_fields(p, f);
     f("healthy_z_range", p.healthy_z_range);
-    f("reset_noise_scale", p.reset_noise_scale);
-    f("max_episode_steps", p.max_episode_steps);
+    detail::visit_mujoco_trailing_fields(p, f);
   }
 };
 
+/// The settable parameters of `humanoid_standup` (names as the Python keywords and `--env-param` take them).
 template <class S, bool E, bool A, bool B, bool C, bool D>
 struct param_fields<humanoid_standup<S, E, A, B, C, D>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("frame_skip", p.frame_skip);
@@ -174,74 +231,59 @@ struct param_fields<humanoid_standup<S, E, A, B, C, D>> {
     f("ctrl_cost_weight", p.ctrl_cost_weight);
     f("impact_cost_weight", p.impact_cost_weight);
     f("impact_cost_range", p.impact_cost_range);
-    f("reset_noise_scale", p.reset_noise_scale);
-    f("max_episode_steps", p.max_episode_steps);
+    detail::visit_mujoco_trailing_fields(p, f);
   }
 };
 
+/// The settable parameters of `hopper` (names as the Python keywords and `--env-param` take them).
 template <class S, bool E>
 struct param_fields<hopper<S, E>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("frame_skip", p.frame_skip);
-    f("forward_reward_weight", p.forward_reward_weight);
-    f("ctrl_cost_weight", p.ctrl_cost_weight);
-    f("healthy_reward", p.healthy_reward);
-    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    detail::visit_mujoco_leading_fields(p, f);
+    detail::visit_healthy_fields(p, f);
     f("healthy_state_range", p.healthy_state_range);
     f("healthy_z_range", p.healthy_z_range);
     f("healthy_angle_range", p.healthy_angle_range);
-    f("reset_noise_scale", p.reset_noise_scale);
-    f("max_episode_steps", p.max_episode_steps);
+    detail::visit_mujoco_trailing_fields(p, f);
   }
 };
 
+/// The settable parameters of `walker2d` (names as the Python keywords and `--env-param` take them).
 template <class S, bool E>
 struct param_fields<walker2d<S, E>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
-    f("frame_skip", p.frame_skip);
-    f("forward_reward_weight", p.forward_reward_weight);
-    f("ctrl_cost_weight", p.ctrl_cost_weight);
-    f("healthy_reward", p.healthy_reward);
-    f("terminate_when_unhealthy", p.terminate_when_unhealthy);
+    detail::visit_mujoco_leading_fields(p, f);
+    detail::visit_healthy_fields(p, f);
     f("healthy_z_range", p.healthy_z_range);
     f("healthy_angle_range", p.healthy_angle_range);
-    f("reset_noise_scale", p.reset_noise_scale);
-    f("max_episode_steps", p.max_episode_steps);
+    detail::visit_mujoco_trailing_fields(p, f);
   }
 };
 
 /// The MinAtar games: Breakout has no difficulty ramping, the others do.
 template <class S, minatar_action_set A>
-struct param_fields<minatar_breakout<S, A>> {
-  template <class P, class F>
-  static void visit(P& p, F&& f) {
-    f("sticky_action_prob", p.sticky_action_prob);
-    f("channels_first", p.channels_first);
-    f("max_episode_steps", p.max_episode_steps);
-  }
-};
+struct param_fields<minatar_breakout<S, A>> : detail::minatar_param_fields<false> {};
+/// The settable parameters of `minatar_asterix` (names as the Python keywords and `--env-param` take them).
+template <class S, minatar_action_set A>
+struct param_fields<minatar_asterix<S, A>> : detail::minatar_param_fields<true> {};
+/// The settable parameters of `minatar_freeway` (names as the Python keywords and `--env-param` take them).
+template <class S, minatar_action_set A>
+struct param_fields<minatar_freeway<S, A>> : detail::minatar_param_fields<true> {};
+/// The settable parameters of `minatar_seaquest` (names as the Python keywords and `--env-param` take them).
+template <class S, minatar_action_set A>
+struct param_fields<minatar_seaquest<S, A>> : detail::minatar_param_fields<true> {};
+/// The settable parameters of `minatar_space_invaders` (names as the Python keywords and `--env-param` take them).
+template <class S, minatar_action_set A>
+struct param_fields<minatar_space_invaders<S, A>> : detail::minatar_param_fields<true> {};
 
-#define RLK_PARAM_FIELDS_MINATAR_RAMPING(game)                              \
-  template <class S, minatar_action_set A>             \
-  struct param_fields<game<S, A>> {                    \
-    template <class P, class F>                                   \
-    static void visit(P& p, F&& f) {                              \
-      f("sticky_action_prob", p.sticky_action_prob);              \
-      f("difficulty_ramping", p.difficulty_ramping);              \
-      f("channels_first", p.channels_first);                      \
-      f("max_episode_steps", p.max_episode_steps);                \
-    }                                                             \
-  };
-RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_asterix)
-RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_freeway)
-RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_seaquest)
-RLK_PARAM_FIELDS_MINATAR_RAMPING(minatar_space_invaders)
-#undef RLK_PARAM_FIELDS_MINATAR_RAMPING
-
+/// The settable parameters of `snake` (names as the Python keywords and `--env-param` take them).
 template <class S, int R, int C>
 struct param_fields<snake<S, R, C>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("num_rows", p.num_rows);
@@ -250,8 +292,10 @@ struct param_fields<snake<S, R, C>> {
   }
 };
 
+/// The settable parameters of `maze` (names as the Python keywords and `--env-param` take them).
 template <class S, int M, int V, maze_actions A>
 struct param_fields<maze<S, M, V, A>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("size", p.size);
@@ -264,6 +308,7 @@ struct param_fields<maze<S, M, V, A>> {
 /// configuration (prefixed by their group), the mass, the step and the time limit.
 template <class S, int H>
 struct param_fields<quadrotor<S, H>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
     f("mass", p.dynamics.mass);
