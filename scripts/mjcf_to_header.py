@@ -375,8 +375,19 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     scalars("actuator_ctrlrange", m.actuator_ctrlrange)
     scalars("actuator_forcerange", m.actuator_forcerange)
 
-    pgs_dims = ("\n  static constexpr int solver = 0;  ///< the PGS solver (mjtSolver): the workspace makes room for its matrix"
-                if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS) else "")
+    # One member a line, each with its own ///< comment (Doxygen documents a declaration list's
+    # last name only).
+    dims_members = [("nq", m.nq, "position coordinates"), ("nv", m.nv, "degrees of freedom"),
+                    ("nu", m.nu, "actuators (controls)"), ("nbody", m.nbody, "bodies, the world (body 0) included"),
+                    ("njnt", m.njnt, "joints"), ("ngeom", m.ngeom, "geoms"),
+                    ("npair", len(pairs), "candidate collision pairs"), ("ncon", ncon, ncon_doc),
+                    ("nefc", nefc, nefc_doc), ("ntendon", m.ntendon, "fixed tendons"),
+                    ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
+    if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
+        dims_members.append(("solver", 0, "the PGS solver (mjtSolver): the workspace makes room for its matrix"))
+    dims_decls = [f"static constexpr int {member} = {value};" for member, value, _ in dims_members]
+    width = max(len(d) for d in dims_decls)
+    dims_body = "\n".join(f"  {d:<{width}}  ///< {doc}" for d, (_, _, doc) in zip(dims_decls, dims_members))
     joint_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
     actuator_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu))
     flags = (f" --max-contacts {max_contacts}" if max_contacts is not None else "") + (
@@ -401,11 +412,7 @@ namespace models {{
 
 /// Sizes of the `{name}` model ({os.path.basename(xml_path)}).
 struct {name}_dims {{
-  static constexpr int nq = {m.nq}, nv = {m.nv}, nu = {m.nu}, nbody = {m.nbody}, njnt = {m.njnt}, ngeom = {m.ngeom};
-  static constexpr int npair = {len(pairs)};  ///< candidate collision pairs
-  static constexpr int ncon = {ncon};   ///< {ncon_doc}
-  static constexpr int nefc = {nefc};  ///< {nefc_doc}
-  static constexpr int ntendon = {m.ntendon}, nwrap = {m.nwrap};  ///< fixed tendons and their joint entries{pgs_dims}
+{dims_body}
 }};
 
 /// @brief The `{name}` model ({os.path.basename(xml_path)} as MuJoCo {mujoco.__version__} compiles it).

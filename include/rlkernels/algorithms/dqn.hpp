@@ -377,6 +377,9 @@ class dqn {
   /// starts as a copy of the Q-network.
   /// With a communicator of R > 1 ranks (every rank constructs its agent with the same config),
   /// this rank's envs are rank * num_envs .. and the parameters are rank 0's.
+  /// @param backend where the envs, networks and buffers live and run (serial, openmp or a cuda_backend)
+  /// @param config the hyperparameters; validated here (a bad value throws std::invalid_argument naming it)
+  /// @param env_params the envs' parameters (default: the env's defaults)
   /// @param comm the job's ranks (default: this process alone); it must outlive the agent
   /// @throw std::invalid_argument on a bad config (see dqn_config::validate), or if the ranks'
   ///        configs differ, env_shards > 1 or prioritized replay with R > 1; out_of_memory;

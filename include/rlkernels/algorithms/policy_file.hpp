@@ -46,11 +46,14 @@ struct policy_file {
   int observation_size = 0;           ///< observation width
   bool continuous = true;             ///< Box actions (else discrete)
   int action_size = 0;                ///< continuous: action width; discrete: number of actions
-  double action_low = 0, action_high = 0;  ///< continuous: the env's action bounds
+  double action_low = 0;              ///< continuous: the env's lower action bound (every dimension)
+  double action_high = 0;             ///< continuous: the env's upper action bound (every dimension)
   bool rescale = false;               ///< continuous: y in [-1, 1] maps onto [low, high] (else y is clipped to it)
   bool normalize = false;             ///< observations are normalised first
-  double clip = 10, epsilon = 1e-8;   ///< normalisation: clip bound and epsilon
-  std::vector<double> mean, var;      ///< normalisation statistics [observation_size]
+  double clip = 10;                   ///< normalisation: normalised observations are clipped to [-clip, clip]
+  double epsilon = 1e-8;              ///< normalisation: added to var under the square root
+  std::vector<double> mean;           ///< normalisation: the normaliser's mean [observation_size] (empty unless normalize)
+  std::vector<double> var;            ///< normalisation: the normaliser's variance [observation_size] (empty unless normalize)
   mlp_layout layout;                  ///< the actor's shape
   std::vector<std::vector<double>> weights;  ///< per layer, W [out][in] row-major
   std::vector<std::vector<double>> biases;   ///< per layer, b [out]

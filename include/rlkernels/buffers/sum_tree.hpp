@@ -342,6 +342,8 @@ public:
   /// memory, written by earlier work on the same stream) is non-zero as the stream reaches this
   /// update, nothing is written. For callers that validate a batch on the backend (without a host
   /// wait) and must not apply a rejected one; indices are then only read if `*skip` is 0.
+  /// @param indices [B] leaf indices, in backend memory (< capacity(), unchecked)
+  /// @param values [B] new leaf values, in backend memory (finite, in [0, max_value()], unchecked)
   /// @param skip null (never skip) or one uint32 in backend memory
   void set_unchecked(view<const std::uint64_t> indices, view<const double> values, const std::uint32_t* skip) {
     check_batch(indices, values.size(), values.data() != nullptr || values.empty(), "rlkernels::sum_tree::set_unchecked",

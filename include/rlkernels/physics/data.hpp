@@ -24,7 +24,8 @@ struct contact {
   Scalar mu;             ///< friction of the regularized cone, friction[0]*sqrt(1/impratio) (set by make_constraint, as mj_makeImpedance does)
   int dim;               ///< condim (1 or 3)
   int exclude;           ///< 1 if dist >= includemargin (in the gap: the contact makes no rows), else 0
-  int geom1, geom2;      ///< the geoms (as in the pair)
+  int geom1;             ///< the first geom (as in the pair; the normal points from it to geom2)
+  int geom2;             ///< the second geom (as in the pair)
   int efc_address;       ///< first constraint row, -1 if none
 };
 
@@ -46,12 +47,16 @@ enum warning_bits : int {
 /// @brief The workspace of one forward pass (mjData's fields for the supported subset).
 template <class Scalar, class Dims>
 struct data {
-  using model_type = model<Scalar, Dims>;
-  static constexpr int nq = Dims::nq, nv = Dims::nv, nbody = Dims::nbody, njnt = Dims::njnt, ngeom = Dims::ngeom;
-  static constexpr int nu_ = detail::at_least_one(Dims::nu);
-  static constexpr int ntendon_ = model_type::ntendon_;
-  static constexpr int ncon_ = detail::at_least_one(Dims::ncon);
-  static constexpr int nefc_ = detail::at_least_one(Dims::nefc);
+  using model_type = model<Scalar, Dims>;     ///< the model this workspace belongs to
+  static constexpr int nq = Dims::nq;         ///< position coordinates
+  static constexpr int nv = Dims::nv;         ///< degrees of freedom
+  static constexpr int nbody = Dims::nbody;   ///< bodies, the world (body 0) included
+  static constexpr int njnt = Dims::njnt;     ///< joints
+  static constexpr int ngeom = Dims::ngeom;   ///< geoms
+  static constexpr int nu_ = detail::at_least_one(Dims::nu);      ///< length of the actuator arrays: max(nu, 1)
+  static constexpr int ntendon_ = model_type::ntendon_;           ///< length of the tendon arrays: max(ntendon, 1)
+  static constexpr int ncon_ = detail::at_least_one(Dims::ncon);  ///< contact slots: max(Dims::ncon, 1)
+  static constexpr int nefc_ = detail::at_least_one(Dims::nefc);  ///< constraint-row slots: max(Dims::nefc, 1)
   static constexpr bool efc_terms = dims_efc_terms<Dims>;    ///< whether the rows' intermediate terms are kept (dims_with_efc_terms)
   static constexpr int nefc_terms_ = efc_terms ? nefc_ : 1;  ///< rows of the term arrays (1 unused element without them)
   static constexpr int ncon_terms_ = efc_terms ? ncon_ : 1;  ///< contacts of con_solref and con_solimp

@@ -66,18 +66,6 @@ enum sameframe : int {
   sameframe_inertiarot = 4   ///< orientation of the inertial frame, own position
 };
 
-/// @brief The compile-time sizes of a model, as the generator writes them:
-/// @code
-/// struct hopper_dims {
-///   static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5;
-///   static constexpr int npair = 10;     // candidate geom pairs (after contype/conaffinity/parent filters)
-///   static constexpr int ncon = 18;      // contact slots: the sum over pairs of pair_maxcon
-///   static constexpr int nefc = 78;      // constraint-row slots: 2 per limited joint + (2*condim-2 rows) per contact slot
-///   static constexpr int ntendon = 0, nwrap = 0;  // fixed tendons and their joint entries (optional members)
-/// };
-/// @endcode
-/// A Dims type holds only these `static constexpr int` members; every size is > 0 except npair,
-/// ncon, nefc, which may be 0 (the arrays then have one unused element).
 namespace detail {
 template <class Dims, class = void>
 struct dims_ntendon { static constexpr int ntendon = 0, nwrap = 0; };
@@ -91,6 +79,7 @@ struct dims_ntendon<Dims, decltype(void(Dims::ntendon + Dims::nwrap))> {
 /// `nwrap` members, or 0 and 0 for a Dims written before tendons existed.
 template <class Dims>
 constexpr int dims_ntendon = detail::dims_ntendon<Dims>::ntendon;
+/// See dims_ntendon: the Dims type's `nwrap`, or 0.
 template <class Dims>
 constexpr int dims_nwrap = detail::dims_ntendon<Dims>::nwrap;
 
@@ -107,13 +96,31 @@ struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int va
 template <class Dims>
 constexpr bool dims_pgs = detail::dims_solver<Dims>::value == 0;
 
+/// @brief Checks a Dims type: the compile-time sizes of a model, as the generator writes them:
+/// @code
+/// struct hopper_dims {
+///   static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5;  // mjModel's sizes
+///   static constexpr int npair = 7;  // candidate geom pairs (after contype/conaffinity/parent filters)
+///   static constexpr int ncon = 6;   // contact slots (at most the sum over pairs of pair_maxcon)
+///   static constexpr int nefc = 20;  // constraint-row slots (at most 2 per limited joint + each contact slot's rows)
+///   static constexpr int ntendon = 0, nwrap = 0;  // fixed tendons and their joint entries (optional members)
+/// };
+/// @endcode
+/// The generator writes one member a line, each with its comment; ncon and nefc are capacities
+/// (`--max-contacts`, `--max-rows`: docs/physics.md). A Dims type holds only these `static constexpr int` members (and, for a PGS model, `solver`:
+/// see dims_pgs); every size is > 0 except npair, ncon, nefc, which may be 0 (the arrays then have
+/// one unused element).
+///
+/// model<Scalar, Dims> instantiates this check: a Dims with nq, nv, njnt or ngeom <= 0, no body
+/// besides the world, or a negative nu, npair, ncon or nefc fails to compile with a message.
+/// @tparam Dims the sizes
 template <class Dims>
 struct dims_check {
   static_assert(Dims::nq > 0 && Dims::nv > 0 && Dims::nbody > 1 && Dims::njnt > 0 && Dims::ngeom > 0,
                 "rlkernels::physics: a model needs nq, nv, njnt, ngeom > 0 and a body besides the world");
   static_assert(Dims::nu >= 0 && Dims::npair >= 0 && Dims::ncon >= 0 && Dims::nefc >= 0,
                 "rlkernels::physics: nu, npair, ncon and nefc must be >= 0");
-  static constexpr bool value = true;
+  static constexpr bool value = true;  ///< true (instantiating the struct is the check)
 };
 
 namespace detail {
@@ -142,10 +149,10 @@ struct model {
   static constexpr int nefc = Dims::nefc;    ///< constraint-row slots
   static constexpr int ntendon = dims_ntendon<Dims>;  ///< fixed tendons
   static constexpr int nwrap = dims_nwrap<Dims>;      ///< joint entries of the fixed tendons
-  static constexpr int nu_ = detail::at_least_one(nu);
-  static constexpr int npair_ = detail::at_least_one(npair);
-  static constexpr int ntendon_ = detail::at_least_one(ntendon);
-  static constexpr int nwrap_ = detail::at_least_one(nwrap);
+  static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
+  static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
+  static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
+  static constexpr int nwrap_ = detail::at_least_one(nwrap);      ///< length of the wrap arrays: max(nwrap, 1)
 
   // ---- mjOption ----
   Scalar timestep;           ///< opt.timestep (s)

@@ -14,11 +14,17 @@ namespace models {
 
 /// Sizes of the `box_crawler` model (mujoco_box_crawler.xml).
 struct box_crawler_dims {
-  static constexpr int nq = 9, nv = 8, nu = 2, nbody = 4, njnt = 3, ngeom = 6;
-  static constexpr int npair = 8;  ///< candidate collision pairs
-  static constexpr int ncon = 28;   ///< contact capacity: every contact the candidate pairs can make
-  static constexpr int nefc = 116;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
-  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
+  static constexpr int nq = 9;       ///< position coordinates
+  static constexpr int nv = 8;       ///< degrees of freedom
+  static constexpr int nu = 2;       ///< actuators (controls)
+  static constexpr int nbody = 4;    ///< bodies, the world (body 0) included
+  static constexpr int njnt = 3;     ///< joints
+  static constexpr int ngeom = 6;    ///< geoms
+  static constexpr int npair = 8;    ///< candidate collision pairs
+  static constexpr int ncon = 28;    ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 116;   ///< constraint-row capacity: 2 per limited joint plus every contact's rows
+  static constexpr int ntendon = 0;  ///< fixed tendons
+  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
 };
 
 /// @brief The `box_crawler` model (mujoco_box_crawler.xml as MuJoCo 3.12.0 compiles it).

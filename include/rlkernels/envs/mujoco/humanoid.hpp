@@ -30,7 +30,7 @@ namespace rlkernels {
 /// cfrc_ext for the observation, the centre of mass for the reward, the tendons for the info.
 template <class Scalar, class Dims>
 struct humanoid_state {
-  static constexpr int nbody = Dims::nbody;
+  static constexpr int nbody = Dims::nbody;  ///< bodies of the model, the world (body 0) included
   Scalar qpos[Dims::nq];             ///< joint positions (mjData::qpos; the free joint's 7 first)
   Scalar qvel[Dims::nv];             ///< joint velocities
   Scalar qacc_warmstart[Dims::nv];   ///< the last step's acceleration, the solver's warm start
@@ -191,6 +191,7 @@ struct humanoid_common {
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
 struct humanoid {
+  /// The implementation shared with humanoid_standup (observation, reset, set_state, simulation).
   using common = detail::humanoid_common<Scalar, Dims, ExcludeCurrentPositions, IncludeCinert, IncludeCvel,
                                          IncludeQfrcActuator, IncludeCfrcExt>;
   using scalar_type = Scalar;                       ///< state, observation, action, reward type

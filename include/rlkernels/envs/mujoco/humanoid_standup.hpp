@@ -28,6 +28,7 @@ namespace rlkernels {
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_standup_dims>
 struct humanoid_standup {
+  /// The implementation shared with humanoid (observation, reset, set_state, simulation).
   using common = detail::humanoid_common<Scalar, Dims, ExcludeCurrentPositions, IncludeCinert, IncludeCvel,
                                          IncludeQfrcActuator, IncludeCfrcExt>;
   using scalar_type = Scalar;                       ///< state, observation, action, reward type

@@ -14,11 +14,17 @@ namespace models {
 
 /// Sizes of the `half_cheetah` model (half_cheetah.xml).
 struct half_cheetah_dims {
-  static constexpr int nq = 9, nv = 9, nu = 6, nbody = 8, njnt = 9, ngeom = 9;
-  static constexpr int npair = 8;  ///< candidate collision pairs
-  static constexpr int ncon = 16;   ///< contact capacity: every contact the candidate pairs can make
-  static constexpr int nefc = 76;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
-  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
+  static constexpr int nq = 9;       ///< position coordinates
+  static constexpr int nv = 9;       ///< degrees of freedom
+  static constexpr int nu = 6;       ///< actuators (controls)
+  static constexpr int nbody = 8;    ///< bodies, the world (body 0) included
+  static constexpr int njnt = 9;     ///< joints
+  static constexpr int ngeom = 9;    ///< geoms
+  static constexpr int npair = 8;    ///< candidate collision pairs
+  static constexpr int ncon = 16;    ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 76;    ///< constraint-row capacity: 2 per limited joint plus every contact's rows
+  static constexpr int ntendon = 0;  ///< fixed tendons
+  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
 };
 
 /// @brief The `half_cheetah` model (half_cheetah.xml as MuJoCo 3.12.0 compiles it).

@@ -14,11 +14,17 @@ namespace models {
 
 /// Sizes of the `hopper` model (hopper.xml).
 struct hopper_dims {
-  static constexpr int nq = 6, nv = 6, nu = 3, nbody = 5, njnt = 6, ngeom = 5;
-  static constexpr int npair = 7;  ///< candidate collision pairs
-  static constexpr int ncon = 6;   ///< contact capacity (--max-contacts; the pairs can make 14)
-  static constexpr int nefc = 20;  ///< constraint-row capacity (--max-rows; at most 44 possible)
-  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
+  static constexpr int nq = 6;       ///< position coordinates
+  static constexpr int nv = 6;       ///< degrees of freedom
+  static constexpr int nu = 3;       ///< actuators (controls)
+  static constexpr int nbody = 5;    ///< bodies, the world (body 0) included
+  static constexpr int njnt = 6;     ///< joints
+  static constexpr int ngeom = 5;    ///< geoms
+  static constexpr int npair = 7;    ///< candidate collision pairs
+  static constexpr int ncon = 6;     ///< contact capacity (--max-contacts; the pairs can make 14)
+  static constexpr int nefc = 20;    ///< constraint-row capacity (--max-rows; at most 44 possible)
+  static constexpr int ntendon = 0;  ///< fixed tendons
+  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
 };
 
 /// @brief The `hopper` model (hopper.xml as MuJoCo 3.12.0 compiles it).

@@ -14,12 +14,18 @@ namespace models {
 
 /// Sizes of the `humanoid` model (humanoid.xml).
 struct humanoid_dims {
-  static constexpr int nq = 24, nv = 23, nu = 17, nbody = 14, njnt = 18, ngeom = 18;
+  static constexpr int nq = 24;      ///< position coordinates
+  static constexpr int nv = 23;      ///< degrees of freedom
+  static constexpr int nu = 17;      ///< actuators (controls)
+  static constexpr int nbody = 14;   ///< bodies, the world (body 0) included
+  static constexpr int njnt = 18;    ///< joints
+  static constexpr int ngeom = 18;   ///< geoms
   static constexpr int npair = 126;  ///< candidate collision pairs
-  static constexpr int ncon = 16;   ///< contact capacity (--max-contacts; the pairs can make 190)
-  static constexpr int nefc = 36;  ///< constraint-row capacity (--max-rows; at most 311 possible)
-  static constexpr int ntendon = 2, nwrap = 4;  ///< fixed tendons and their joint entries
-  static constexpr int solver = 0;  ///< the PGS solver (mjtSolver): the workspace makes room for its matrix
+  static constexpr int ncon = 16;    ///< contact capacity (--max-contacts; the pairs can make 190)
+  static constexpr int nefc = 36;    ///< constraint-row capacity (--max-rows; at most 311 possible)
+  static constexpr int ntendon = 2;  ///< fixed tendons
+  static constexpr int nwrap = 4;    ///< joint entries of the fixed tendons
+  static constexpr int solver = 0;   ///< the PGS solver (mjtSolver): the workspace makes room for its matrix
 };
 
 /// @brief The `humanoid` model (humanoid.xml as MuJoCo 3.12.0 compiles it).

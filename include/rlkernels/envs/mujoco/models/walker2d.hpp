@@ -14,11 +14,17 @@ namespace models {
 
 /// Sizes of the `walker2d` model (walker2d_v5.xml).
 struct walker2d_dims {
-  static constexpr int nq = 9, nv = 9, nu = 6, nbody = 8, njnt = 9, ngeom = 8;
-  static constexpr int npair = 7;  ///< candidate collision pairs
-  static constexpr int ncon = 14;   ///< contact capacity: every contact the candidate pairs can make
-  static constexpr int nefc = 68;  ///< constraint-row capacity: 2 per limited joint plus every contact's rows
-  static constexpr int ntendon = 0, nwrap = 0;  ///< fixed tendons and their joint entries
+  static constexpr int nq = 9;       ///< position coordinates
+  static constexpr int nv = 9;       ///< degrees of freedom
+  static constexpr int nu = 6;       ///< actuators (controls)
+  static constexpr int nbody = 8;    ///< bodies, the world (body 0) included
+  static constexpr int njnt = 9;     ///< joints
+  static constexpr int ngeom = 8;    ///< geoms
+  static constexpr int npair = 7;    ///< candidate collision pairs
+  static constexpr int ncon = 14;    ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 68;    ///< constraint-row capacity: 2 per limited joint plus every contact's rows
+  static constexpr int ntendon = 0;  ///< fixed tendons
+  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
 };
 
 /// @brief The `walker2d` model (walker2d_v5.xml as MuJoCo 3.12.0 compiles it).
