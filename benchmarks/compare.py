@@ -1244,16 +1244,17 @@ def write_front_page(readme: Path = ROOT / "README.md", stored: Path = ROOT / "d
     runs = [json.loads(f.read_text()) for f in sorted(stored.glob("*results.json"))]
     if not runs:
         raise ValueError(f"no stored runs (*results.json) in {stored}")
-    lines = [front_page_summary(runs), ""]
+    lines = ["Env-steps per second of random-action envs (observations in host memory), the best median of "
+             "each system over the run's batch sizes N, and our speed-ups; each row comes from the stored run its letter names. "
+             "Every table, plot and the method: [docs/benchmarks.md](docs/benchmarks.md#comparison-with-cpu-baselines).",
+             "", front_page_summary(runs), ""]
     trained = [r for r in runs if r.get("training")]
     if trained:
         run = max(trained, key=lambda r: r["machine"]["date"])
         lines += [f"Training time ({run['machine']['date'].split(' ')[0]}, same machine, `{run['command']}`):", "",
                   markdown_training(run["training"]), ""]
-    lines += ["Env-steps/s: the best median over N of each system, random actions, observations in host memory. "
-              "Every table, plot and the method: [docs/benchmarks.md](docs/benchmarks.md#comparison-with-cpu-baselines). "
-              "Regenerate with `python3 benchmarks/compare.py --write-docs` (a new run) or `--front-page` "
-              "(this section from docs/compare/)."]
+    lines += ["Regenerate with `python3 benchmarks/compare.py --write-docs` (a new run) or `--front-page` "
+              "(this section from the runs stored in docs/compare/)."]
     readme.write_text(replace_between(readme.read_text(), "<!-- compare.py:summary:begin -->",
                                       "<!-- compare.py:summary:end -->", "\n".join(lines)))
 
