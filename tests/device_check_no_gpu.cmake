@@ -1,7 +1,8 @@
-# `scripts/device_check.sh run` on a machine without a GPU: it must say so, exit with status 3 and
-# still write OUT/summary.json with status "no_gpu". Runs SCRIPT against a fake bundle (a manifest
-# only: nothing of it runs without a GPU) in WORK. Skipped (SKIP_REGULAR_EXPRESSION) where
-# nvidia-smi lists a GPU: there the script would run the real stages.
+# `scripts/device_check.sh run` (the entry point of scripts/device_check.py) on a machine without a
+# GPU: it must say so, exit with status 3 and still write OUT/summary.json with status "no_gpu".
+# Runs SCRIPT against a fake bundle (a manifest only: nothing of it runs without a GPU) in WORK.
+# Skipped (SKIP_REGULAR_EXPRESSION) where nvidia-smi lists a GPU: there the script would run the
+# real stages.
 find_program(NVIDIA_SMI nvidia-smi)
 if(NVIDIA_SMI)
   execute_process(COMMAND "${NVIDIA_SMI}" -L RESULT_VARIABLE smi_rc OUTPUT_VARIABLE smi_out ERROR_QUIET)
@@ -18,13 +19,13 @@ execute_process(COMMAND bash "${SCRIPT}" run "${WORK}/bundle" "${WORK}/out"
   WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 3)
-  message(FATAL_ERROR "device_check.sh run exited with status '${rc}', not 3 (no GPU)")
+  message(FATAL_ERROR "device_check run exited with status '${rc}', not 3 (no GPU)")
 endif()
 if(NOT "${out}" MATCHES "no GPU: ")
-  message(FATAL_ERROR "device_check.sh run did not say 'no GPU: <why>'")
+  message(FATAL_ERROR "device_check run did not say 'no GPU: <why>'")
 endif()
 if(NOT EXISTS "${WORK}/out/summary.json")
-  message(FATAL_ERROR "device_check.sh run wrote no ${WORK}/out/summary.json")
+  message(FATAL_ERROR "device_check run wrote no ${WORK}/out/summary.json")
 endif()
 file(READ "${WORK}/out/summary.json" summary)
 string(JSON status ERROR_VARIABLE json_error GET "${summary}" status)
@@ -35,4 +36,4 @@ string(JSON stage ERROR_VARIABLE json_error GET "${summary}" stages 0 status)
 if(json_error OR NOT stage STREQUAL "no_gpu")
   message(FATAL_ERROR "summary.json's first stage is not the GPU probe with status no_gpu:\n${summary}")
 endif()
-message(STATUS "device_check.sh run: no GPU, exit status 3, summary.json says no_gpu")
+message(STATUS "device_check run: no GPU, exit status 3, summary.json says no_gpu")
