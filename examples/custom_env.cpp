@@ -1,8 +1,8 @@
 // reach_target: a user-written 1-D continuous-control environment and a driver that runs it with
 // rlkernels::vec_env on the serial and OpenMP backends (and on CUDA when compiled by nvcc).
 // The example of docs/writing-an-env.md; built and run by the test suite.
-//   g++ -std=c++17 -O2 -fopenmp -I include -I /usr/local/cuda/include/cccl examples/custom_env.cpp
-//   nvcc -std=c++17 -O2 -arch=sm_90 -Xcompiler=-fopenmp -x cu -I include examples/custom_env.cpp
+//   g++ -std=c++17 -O2 -fopenmp -I include -I /usr/include/eigen3 -I /usr/local/cuda/include/cccl examples/custom_env.cpp
+//   nvcc -std=c++17 -O2 -arch=sm_90 -Xcompiler=-fopenmp -x cu -I include -I /usr/include/eigen3 examples/custom_env.cpp
 #include <rlkernels/rlkernels.hpp>
 
 #include <cmath>
