@@ -17,6 +17,14 @@ is returned by every call, and the next ``step`` or ``reset`` overwrites it. Cop
 as Gymnasium's own vector envs do by default. ``infos["final_obs"]`` holds copies (unless made with
 ``final_obs="array"``, which puts the ``[N, ...]`` view of every env's last observation there instead of
 Gymnasium's object array).
+
+The MuJoCo envs end an episode as *truncated* (never terminated) when their physics engine could not
+take a step (an unstable state, or more contacts than the workspace holds): the env keeps the state
+before the step (its observation is the final one) and the failure is the simulator's, not a
+terminal state, so bootstrap from it as from a time limit. On the host backends
+``infos["failed_step"]`` (with its mask ``infos["_failed_step"]``) marks such envs in the steps where
+one happened; the first of each kind warns; ``envs.unstable_steps()`` and ``envs.capacity_overflows()``
+count them.
 """
 
 from __future__ import annotations
@@ -190,9 +198,11 @@ class RlkVectorEnv(VectorEnv):
             self._rewards = self._env.rewards()
             self._terminated = self._env.terminated()
             self._truncated = self._env.truncated()
-        # the MuJoCo envs count the steps their engine could not compute or hold: warn on the first
+        # the MuJoCo envs count the steps their engine could not compute or hold: such a step ends the
+        # episode as truncated; infos["failed_step"] marks it, and the first of each kind warns
         self._engine_counters = bool(self._env.has_engine_counters)
         self._engine_warned: set[str] = set()
+        self._failed_counts = np.zeros(self.num_envs, dtype=np.uint64)  # per env, as of the last look
         self.closed = False
 
     # ---- Gymnasium API ----
@@ -208,6 +218,8 @@ class RlkVectorEnv(VectorEnv):
             self._seed_sequence = np.random.default_rng(seed)
             self._np_random_seed = seed
         self._env.reset(seed)
+        if self._engine_counters:
+            self._failed_counts = np.zeros(self.num_envs, dtype=np.uint64)  # reset() clears the counters
         infos: dict[str, Any] = {}
         if self._env.has_action_mask:
             infos["action_mask"] = self._env.action_masks()
@@ -236,8 +248,13 @@ class RlkVectorEnv(VectorEnv):
             infos["_final_obs"] = done
             infos["final_info"] = {}
             infos["_final_info"] = done.copy()
-            if self._engine_counters and len(self._engine_warned) < 2 and term.any():
-                self._warn_engine_counters()
+            if self._engine_counters and trunc.any():
+                failed = self._failed_now()
+                if failed.any():
+                    infos["failed_step"] = failed
+                    infos["_failed_step"] = failed.copy()
+                    if len(self._engine_warned) < 2:
+                        self._warn_engine_counters()
         if self._env.has_action_mask:
             infos["action_mask"] = self._env.action_masks()
             infos["_action_mask"] = np.ones(self.num_envs, dtype=np.bool_)
@@ -287,14 +304,15 @@ class RlkVectorEnv(VectorEnv):
 
     def unstable_steps(self) -> int:
         """Env steps the physics engine could not compute (a non-finite or exploding state, where MuJoCo
-        warns and resets), summed over the batch: each ended its episode as terminated, with the
-        state before the step. 0 for envs without a physics engine."""
+        warns and resets), summed over the batch: each ended its episode as truncated (not terminated),
+        its final observation the state before the step. 0 for envs without a physics engine."""
         return int(self._env.unstable_steps())
 
     def capacity_overflows(self) -> int:
         """Env steps that needed more contacts or constraint rows than the model's workspace holds
         (its capacities, docs/physics.md), summed over the batch: each ended its episode as
-        terminated; no contact was dropped. Non-zero: these settings need larger capacities (with
+        truncated (not terminated), its final observation the state before the step; no contact was
+        dropped. Non-zero: these settings need larger capacities (with
         ``terminate_when_unhealthy=False``, Hopper-v5 and Humanoid-v5 can need more than their
         defaults, which are sized for the default termination). 0 for envs without a physics engine."""
         return int(self._env.capacity_overflows())
@@ -312,7 +330,15 @@ class RlkVectorEnv(VectorEnv):
             if n:
                 self._engine_warned.add(name)
                 warnings.warn(f"rlkernels {self._info['id']}: {n} env step(s) {text}; each ended its episode as "
-                              f"terminated. Count them with envs.{name}().", RuntimeWarning, stacklevel=3)
+                              f"truncated (the state before the step kept; infos['failed_step'] marks the envs). "
+                              f"Count them with envs.{name}().", RuntimeWarning, stacklevel=3)
+
+    def _failed_now(self) -> np.ndarray:
+        """[N] bool: the envs whose last step failed (their counters rose since the last look)."""
+        counts = self._env.failed_steps()[:, 0]
+        failed = counts != self._failed_counts
+        self._failed_counts = counts
+        return failed
 
     def get_states(self) -> np.ndarray:
         """[N, state_bytes] uint8: a copy of the C++ State structs (their exact memory layout)."""
@@ -324,6 +350,8 @@ class RlkVectorEnv(VectorEnv):
         if states.dtype != np.uint8:
             raise TypeError(f"rlkernels: set_states takes uint8 bytes (see get_states), got {states.dtype}")
         self._env.set_states(states)
+        if self._engine_counters:
+            self._failed_counts = self._env.failed_steps()[:, 0]  # the counters the new states carry
 
     def __repr__(self) -> str:
         return f"RlkVectorEnv({self._info['id']}, num_envs={self.num_envs}, backend={self.backend}, dtype={self.dtype})"
@@ -412,6 +440,8 @@ class RlkEnv(gym.Env):
         ended = bool(term[0] or trunc[0])
         out = infos["final_obs"][0] if ended else obs[0].copy()
         info = {"action_mask": infos["action_mask"][0].copy()} if "action_mask" in infos else {}
+        if "failed_step" in infos and infos["failed_step"][0]:
+            info["failed_step"] = True  # the engine could not take the step: truncated, state kept
         return out, float(rew[0]), bool(term[0]), bool(trunc[0]), info
 
     @property

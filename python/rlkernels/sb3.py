@@ -8,8 +8,10 @@
 SB3's conventions: ``step_wait`` returns ``(obs, rewards, dones, infos)`` with ``dones = terminated or
 truncated``; for an env whose episode ended, ``obs`` is already the first observation of the next
 episode and ``infos[i]["terminal_observation"]`` holds the last one, ``infos[i]["TimeLimit.truncated"]``
-is True when the episode was cut by the time limit (and not terminated), and ``infos[i]["episode"]``
-carries ``{"r", "l", "t"}`` as SB3's Monitor wrapper writes them (so ``ep_rew_mean`` is logged).
+is True when the episode was cut (and not terminated): by the time limit, or by a step the physics
+engine could not take (then ``infos[i]["failed_step"]`` is True too; SB3 bootstraps from the kept
+state), and ``infos[i]["episode"]`` carries ``{"r", "l", "t"}`` as SB3's Monitor wrapper writes them
+(so ``ep_rew_mean`` is logged).
 Observations are copies (SB3 keeps the previous step's array), unlike ``rlkernels.make_vec``'s views.
 """
 
@@ -63,9 +65,12 @@ class RlkVecEnv(VecEnv):
         if dones.any():
             final = self.envs_rlk.final_observations
             elapsed = round(time.time() - self._t0, 6)
+            failed = info.get("failed_step")
             for i in np.flatnonzero(dones).tolist():
                 infos[i]["terminal_observation"] = final[i].copy()
                 infos[i]["TimeLimit.truncated"] = bool(trunc[i] and not term[i])
+                if failed is not None and failed[i]:
+                    infos[i]["failed_step"] = True
                 infos[i]["episode"] = {"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": elapsed}
             self._returns[dones] = 0
             self._lengths[dones] = 0

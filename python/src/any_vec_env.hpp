@@ -100,6 +100,10 @@ public:
   /// Env steps that needed more contacts or constraint rows than the workspace holds, summed over
   /// the batch (rlkernels::capacity_overflows; 0 without counters).
   virtual std::uint64_t capacity_overflows() const = 0;
+  /// Per env, the failed steps so far (unstable steps + capacity overflows of its State; 0 without
+  /// counters), [N] into host memory: where it grew over a step, that step failed and ended the
+  /// env's episode as truncated.
+  virtual void failed_steps(std::uint64_t* out) const = 0;
 };
 
 /// make_vec() for one scalar type and backend (one translation unit each, so the four compile in

@@ -208,6 +208,21 @@ public:
     else
       return 0;
   }
+  void failed_steps(std::uint64_t* out) const override {
+    using state = typename Env::State;
+    if constexpr (detail::has_engine_counters<state>::value) {
+      std::vector<state> copy;  // CUDA: the states come to the host (only after a truncation)
+      const state* s = env_.states().data();
+      if constexpr (!rlkernels::is_host_backend_v<Backend>) {
+        copy = env_.states().to_host();
+        s = copy.data();
+      }
+      for (std::size_t i = 0; i < env_.num_envs(); ++i)
+        out[i] = std::uint64_t(s[i].unstable_steps) + std::uint64_t(s[i].capacity_overflows);
+    } else {
+      for (std::size_t i = 0; i < env_.num_envs(); ++i) out[i] = 0;
+    }
+  }
   rlkernels::episode_statistics episode_statistics() const override { return env_.get_episode_statistics(); }
   void clear_episode_statistics() override { env_.clear_episode_statistics(); }
   void get_states(std::uint8_t* out) const override {

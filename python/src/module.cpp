@@ -461,6 +461,12 @@ NB_MODULE(_rlkernels, m) {
       .def_prop_ro("has_engine_counters", &any_vec_env::has_engine_counters)
       .def("unstable_steps", &any_vec_env::unstable_steps)
       .def("capacity_overflows", &any_vec_env::capacity_overflows)
+      .def("failed_steps",
+           [](const any_vec_env& e) {
+             auto out = new_array<std::uint64_t>(e.num_envs(), 1);  // [N, 1]; Python takes column 0
+             e.failed_steps(out.data());
+             return out;
+           })
       .def("get_states",
            [](const any_vec_env& e) {
              auto out = new_array<std::uint8_t>(e.num_envs(), e.state_bytes());

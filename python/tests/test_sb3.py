@@ -44,3 +44,21 @@ def test_ppo_trains_through_the_adapter():
     obs = venv.reset()
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (8,)
+
+
+def test_a_step_the_engine_cannot_take_is_a_truncation_for_sb3():
+    venv = rlkernels.sb3.make_vec_env("Hopper-v5", n_envs=2, seed=0, backend="serial", dtype="float64")
+    venv.reset()
+    envs = venv.envs_rlk
+    s = envs.get_states()
+    s.view(np.float64)[1, 6] = 1e11  # env 1's qvel[0] above MuJoCo's 1e10 bound: its next step fails
+    envs.set_states(s)
+    kept = envs.final_observations[1].copy()
+    with pytest.warns(RuntimeWarning, match="truncated"):
+        venv.step_async(np.zeros((2, 3)))
+        _, _, dones, infos = venv.step_wait()
+    assert dones.tolist() == [False, True]
+    assert infos[1]["TimeLimit.truncated"] is True  # SB3 bootstraps from the kept state
+    assert infos[1]["failed_step"] is True
+    np.testing.assert_array_equal(infos[1]["terminal_observation"], kept)
+    assert "failed_step" not in infos[0]

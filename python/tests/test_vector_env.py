@@ -365,37 +365,76 @@ def test_engine_counters_are_read_and_a_rise_warns_once():
     rng = np.random.default_rng(0)
     terminated = 0
     for _ in range(300):
-        _, _, term, _, _ = envs.step(rng.uniform(-1, 1, size=(8, 3)))
+        _, _, term, _, infos = envs.step(rng.uniform(-1, 1, size=(8, 3)))
         terminated += int(term.sum())
-    assert terminated > 0  # Hopper falls: the counters were read on those steps
+        assert "failed_step" not in infos
+    assert terminated > 0  # Hopper falls
     assert envs.unstable_steps() == 0
     assert envs.capacity_overflows() == 0
     assert not envs._engine_warned
 
-    class RisingCounter:  # the C++ env, but with 3 capacity overflows counted
-        def __init__(self, env):
-            self._e = env
-
-        def __getattr__(self, name):
-            return getattr(self._e, name)
-
-        def capacity_overflows(self):
-            return 3
-
-    envs._env = RisingCounter(envs._env)
-    assert envs.capacity_overflows() == 3
-    with pytest.warns(RuntimeWarning, match=r"Hopper-v5: 3 env step\(s\) needed more contacts or constraint rows"):
-        for _ in range(300):
-            envs.step(rng.uniform(-1, 1, size=(8, 3)))
-            if envs._engine_warned:
-                break
-    assert envs._engine_warned == {"capacity_overflows"}
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # warned once: later terminations stay quiet
-        for _ in range(100):
-            envs.step(rng.uniform(-1, 1, size=(8, 3)))
-
     cartpole = rlkernels.make_vec("CartPole-v1", 4, seed=0, backend="serial")
     assert not cartpole._env.has_engine_counters
     assert cartpole.unstable_steps() == 0 and cartpole.capacity_overflows() == 0
+
+
+def _explode(envs, which):
+    """Sets qvel[0] of the envs `which` (Hopper-v5, float64) above MuJoCo's 1e10 bound: their next step fails."""
+    s = envs.get_states()
+    s.view(np.float64)[which, 6] = 1e11  # the State: qpos[6], qvel[6], ...
+    envs.set_states(s)
+
+
+@pytest.mark.parametrize("final_obs", ["objects", "array"])
+def test_a_step_the_engine_cannot_take_ends_the_episode_as_truncated(final_obs):
+    envs = rlkernels.make_vec("Hopper-v5", 4, seed=0, backend="serial", dtype="float64", final_obs=final_obs)
+    envs.reset(seed=0)
+    _explode(envs, [1, 2])
+    before = envs._obs.copy()
+    with pytest.warns(RuntimeWarning, match=r"Hopper-v5: 2 env step\(s\) could not be computed .* truncated"):
+        obs, rew, term, trunc, infos = envs.step(np.zeros((4, 3)))
+    np.testing.assert_array_equal(term, [False, False, False, False])  # not a terminal state: bootstrap
+    np.testing.assert_array_equal(trunc, [False, True, True, False])
+    np.testing.assert_array_equal(infos["failed_step"], [False, True, True, False])
+    np.testing.assert_array_equal(infos["_failed_step"], [False, True, True, False])
+    for i in (1, 2):  # the final observation is the state the env kept, the one before the step
+        np.testing.assert_array_equal(infos["final_obs"][i], before[i])
+        assert not np.array_equal(obs[i], before[i])  # reset in the same step
+    assert envs.unstable_steps() == 2
+    assert envs.episode_statistics()["count"] == 2
+    assert envs._engine_warned == {"unstable_steps"}
+
+    # A later failure is marked again, without a second warning; time-limit truncations are not marked.
+    _explode(envs, [3])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, _, term, trunc, infos = envs.step(np.zeros((4, 3)))
+    np.testing.assert_array_equal(infos["failed_step"], [False, False, False, True])
+    assert not term[3] and trunc[3]
+    limited = rlkernels.make_vec("Hopper-v5", 2, seed=0, backend="serial", dtype="float64", max_episode_steps=1)
+    limited.reset(seed=0)
+    _, _, _, trunc, infos = limited.step(np.zeros((2, 3)))
+    assert trunc.all() and "failed_step" not in infos
+
+    # reset() clears the counters: the next failure is seen as one
+    envs.reset(seed=1)
+    _explode(envs, [0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, _, _, _, infos = envs.step(np.zeros((4, 3)))
+    np.testing.assert_array_equal(infos["failed_step"], [True, False, False, False])
+
+
+def test_one_env_reports_a_failed_step():
+    env = rlkernels.make("Hopper-v5", seed=0, dtype="float64")
+    env.reset(seed=0)
+    _explode(env.unwrapped_vec, [0])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, _, term, trunc, info = env.step(np.zeros(3))
+    assert not term and trunc and info["failed_step"] is True
+    _, _, _, _, info = env.step(np.zeros(3))
+    assert "failed_step" not in info
+

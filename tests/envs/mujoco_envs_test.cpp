@@ -187,7 +187,7 @@ struct episode_kernel {
       const step_result<S> r = Env::step(params, s, a, gen);
       ret += double(r.reward);
       ++t;
-      if (r.terminated) break;
+      if (r.terminated || r.truncated) break;  // truncated: a step the engine could not take
     }
     lengths[i] = t;
     returns[i] = ret;
@@ -543,7 +543,7 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
   run(float{});
 }
 
-TEMPLATE_TEST_CASE("a step the engine flags ends the episode, keeps the state finite and is counted",
+TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps the state and is counted",
                    "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
@@ -557,21 +557,61 @@ TEMPLATE_TEST_CASE("a step the engine flags ends the episode, keeps the state fi
   envs.set_states(states);
   const auto before = envs.observations().to_host();
   std::vector<double> zero(n * Env::nu, 0.0);
+
+  // The env itself: the step is not taken (the state is the one before it, the failure counted)
+  // and it ends the episode as truncated, not terminated: the engine failed, the robot did not.
+  {
+    const typename Env::Params p{};
+    typename Env::State s = states[1];
+    rng gen(0, 0);
+    const step_result<double> r = Env::step(p, s, zero.data(), gen);
+    CHECK_FALSE(r.terminated);
+    CHECK(r.truncated);
+    CHECK(r.reward == 0.0);
+    double obs[nobs];
+    Env::observe(p, s, obs);
+    for (int k = 0; k < nobs; ++k) CHECK(obs[k] == before[1 * nobs + k]);
+    CHECK(s.unstable_steps == 1u);
+    CHECK(s.capacity_overflows == 0u);
+    // A step the engine takes leaves truncated false (the vec_env's time limit is its own).
+    typename Env::State ok = states[0];
+    const step_result<double> r0 = Env::step(p, ok, zero.data(), gen);
+    CHECK_FALSE(r0.truncated);
+  }
+
   envs.step(rlk_test::make(zero).cview());
   const auto term = envs.terminated().to_host();
+  const auto trunc = envs.truncated().to_host();
   const auto fin = envs.final_observations().to_host();
+  const auto next = envs.observations().to_host();
   const auto rew = envs.rewards().to_host();
+  const auto lengths = envs.episode_lengths().to_host();
   for (std::size_t i = 0; i < n; ++i) {
     const bool flagged = i == 1 || i == 4;
     INFO("env " << i);
     if (flagged) {
-      CHECK(term[i] == 1);
+      CHECK(term[i] == 0);   // not a terminal state: a learner bootstraps from V(final observation)
+      CHECK(trunc[i] == 1);
       CHECK(rew[i] == 0.0);  // no progress, no survival reward, zero control cost
       // The final observation is the state before the failed step (finite), not what the engine produced.
       for (int k = 0; k < nobs; ++k) CHECK(fin[i * nobs + k] == before[i * nobs + k]);
+      // ... and the env has reset: a new episode starts from a reset state
+      CHECK(lengths[i] == 0);
+      bool reset = false;
+      for (int k = 0; k < nobs; ++k) reset |= next[i * nobs + k] != before[i * nobs + k];
+      CHECK(reset);
+    } else {
+      CHECK(trunc[i] == 0);
+      CHECK(lengths[i] == 1);
     }
   }
+  // The two episodes are counted as completed, once each.
+  const episode_statistics stats = envs.get_episode_statistics();
+  CHECK(stats.count == 2u);
+  CHECK(stats.mean_length == 1.0);
+  CHECK(stats.mean_return == 0.0);
   CHECK(unstable_steps(envs) == 2u);
+  CHECK(capacity_overflows(envs) == 0u);
   // The count survives the automatic reset and further steps, until vec_env::reset().
   for (int t = 0; t < 3; ++t) envs.step(rlk_test::make(zero).cview());
   CHECK(unstable_steps(envs) == 2u);
@@ -746,7 +786,7 @@ struct random_episode_kernel {
       const step_result<S> r = Env::step(params, s, a, gen);
       ret += double(r.reward);
       ++t;
-      if (r.terminated) break;
+      if (r.terminated || r.truncated) break;  // truncated: a step the engine could not take
     }
     lengths[i] = t;
     returns[i] = ret;
@@ -859,7 +899,7 @@ void trained_policy_episodes(const policy_file& p, std::size_t n, std::uint64_t 
       const step_result<S> r = Env::step(params, s, a, gen);
       ret += double(r.reward);
       ++t;
-      if (r.terminated) break;
+      if (r.terminated || r.truncated) break;  // truncated: a step the engine could not take
     }
     lengths[std::size_t(i)] = double(t);
     returns[std::size_t(i)] = ret;
@@ -913,7 +953,7 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
 
 // ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------
 
-TEST_CASE("a step beyond the contact or row capacity ends the episode, is counted, and changes nothing below it",
+TEST_CASE("a step beyond the contact or row capacity is truncated, counted, and changes nothing below it",
           "[mujoco][envs][capacity]") {
   using Full = ant<double>;
   // Ant's feet make up to 4 contacts with the floor (16 rows) and its limits up to 16 rows:
@@ -929,6 +969,7 @@ TEST_CASE("a step beyond the contact or row capacity ends the episode, is counte
   std::size_t compared = 0, overflow_ends = 0;
   for (std::uint64_t t = 0; t < 300; ++t) {
     const auto actions = actions_at<Full>(ant_spec::code, n, t, 9000);
+    const auto prev_small = small.observations().to_host();  // of the states the step starts from
     full.step(rlk_test::make(actions).cview());
     small.step(rlk_test::make(actions).cview());
     const auto of = full.final_observations().to_host(), os = small.final_observations().to_host();
@@ -940,7 +981,10 @@ TEST_CASE("a step beyond the contact or row capacity ends the episode, is counte
       const int nobs = Full::observation_size;
       const bool obs_equal = std::equal(of.begin() + i * nobs, of.begin() + (i + 1) * nobs, os.begin() + i * nobs);
       if (states[i].capacity_overflows > 0) {  // this step overflowed: the small env ended its episode
-        CHECK(ts[i] == 1);
+        CHECK(ts[i] == 0);  // as truncated: the workspace ran out, the MDP did not end
+        CHECK(small.truncated().get(i) == 1);
+        // the final observation is the observation of the state before the step, which it kept
+        CHECK(std::equal(prev_small.begin() + i * nobs, prev_small.begin() + (i + 1) * nobs, os.begin() + i * nobs));
         CHECK(std::isfinite(rs[i]));
         ++overflow_ends;
         same[i] = false;
@@ -998,7 +1042,7 @@ struct peak_kernel {
       pc = d.ncon_peak > pc ? d.ncon_peak : pc;
       pr = d.nefc_peak > pr ? d.nefc_peak : pr;
       const step_result<S> r = Env::step(params, s, a, gen);  // the env's own step, for its episode end
-      if (r.terminated || ++t >= params.max_episode_steps) {
+      if (r.terminated || r.truncated || ++t >= params.max_episode_steps) {
         Env::reset(params, s, gen);
         t = 0;
       }
@@ -1145,7 +1189,7 @@ void measure_peaks_with_policy(const char* id, const std::string& path, int epis
       pr = std::max(pr, d.nefc_peak);
       const step_result<S> r = Env::step(params, s, act, gen);
       total += double(r.reward);
-      if (r.terminated) break;
+      if (r.terminated || r.truncated) break;  // truncated: a step the engine could not take
     }
     overflows += s.capacity_overflows;
   }

@@ -114,6 +114,37 @@ struct heavy_ticker {
 };
 static_assert(check_env<heavy_ticker>());
 
+/// A counter env that cannot always take a step (as a physics env whose engine fails): action 1
+/// leaves the state as it was and returns truncated (and terminated too, which vec_env must
+/// ignore: a step the env could not take is no terminal state). Action 0 adds one to the count.
+struct stumbler {
+  using scalar_type = float;
+  static constexpr int observation_size = 2;
+  static constexpr action_kind action_space = action_kind::discrete;
+  static constexpr int num_actions = 2;
+  struct State {
+    int count;
+    float tag;
+  };
+  struct Params {
+    int max_episode_steps = 100;
+  };
+  RLK_HOST_DEVICE static void reset(const Params&, State& s, rng& gen) {
+    s.count = 0;
+    s.tag = gen.uniform<float>();
+  }
+  RLK_HOST_DEVICE static step_result<float> step(const Params&, State& s, std::int32_t action, rng&) {
+    if (action == 1) return {-1.0f, true, true};  // not taken: the state is the one before the step
+    s.count += 1;
+    return {1.0f, false};
+  }
+  RLK_HOST_DEVICE static void observe(const Params&, const State& s, float* obs) {
+    obs[0] = float(s.count);
+    obs[1] = s.tag;
+  }
+};
+static_assert(check_env<stumbler>());
+
 using backend_t = rlk_test::backend_t;
 
 template <class T>
@@ -195,6 +226,33 @@ TEST_CASE("episode end by termination, and both flags at once", "[vec_env][contr
     CHECK(env.truncated().get(0) == 0);
     CHECK(env.episode_lengths().get(0) == 1000);
   }
+}
+
+TEST_CASE("a step the env could not take ends the episode as truncated, not terminated", "[vec_env][contract]") {
+  // {reward, terminated} leaves truncated false, as every env that never fails writes it.
+  const step_result<float> plain{1.0f, true};
+  CHECK_FALSE(plain.truncated);
+  vec_env<stumbler, backend_t> env(rlk_test::backend(), 3, 9);
+  auto forward = device_copy(std::vector<std::int32_t>{0, 0, 0});
+  for (int t = 0; t < 3; ++t) env.step(forward.cview());
+  const std::vector<float> before = env.observations().to_host();
+  auto fail_one = device_copy(std::vector<std::int32_t>{0, 1, 0});  // env 1 cannot take its step
+  env.step(fail_one.cview());
+  CHECK(env.terminated().to_host() == std::vector<std::uint8_t>{0, 0, 0});
+  CHECK(env.truncated().to_host() == std::vector<std::uint8_t>{0, 1, 0});
+  const auto final_obs = env.final_observations().to_host();
+  const auto obs = env.observations().to_host();
+  CHECK(final_obs[2] == before[2]);  // the observation of the state it kept (count 3)
+  CHECK(final_obs[3] == before[3]);
+  CHECK(final_obs[2] == 3.0f);
+  CHECK(obs[2] == 0.0f);              // reset in the same step
+  CHECK(obs[3] != before[3]);
+  CHECK(env.rewards().get(1) == -1.0f);
+  CHECK(env.episode_lengths().to_host() == std::vector<std::int32_t>{4, 0, 4});
+  const episode_statistics stats = env.get_episode_statistics();  // counted as a completed episode
+  CHECK(stats.count == 1);
+  CHECK(stats.mean_length == 4.0);
+  CHECK(stats.mean_return == 2.0);  // 1 + 1 + 1 - 1
 }
 
 TEST_CASE("bad arguments are rejected with a clear message", "[vec_env][errors]") {

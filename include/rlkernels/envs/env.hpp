@@ -19,13 +19,22 @@ enum class action_kind {
   continuous  ///< action_size scalars per env (a Box); envs clip to their bounds as Gymnasium does
 };
 
-/// @brief What `Env::step` returns for one environment: the reward of the transition and whether
-/// the episode reached a terminal state (the MDP ended; do not bootstrap). Time limits are not the
-/// env's business: vec_env sets `truncated` from `Params::max_episode_steps`.
+/// @brief What `Env::step` returns for one environment: the reward of the transition, whether
+/// the episode reached a terminal state (the MDP ended; do not bootstrap), and whether the env
+/// could not take the step at all. Time limits are not the env's business: vec_env sets its
+/// `truncated` flag from `Params::max_episode_steps`, or from `truncated` here.
+///
+/// `return {reward, terminated};` leaves `truncated` false. An env sets `truncated` when it
+/// could not compute the step (a MuJoCo env whose physics step went unstable or needed more
+/// contacts than its workspace holds): the state stays the one before the step, and the episode
+/// ends as truncated, not terminated, because that failure is the simulator's, not the MDP's:
+/// a learner bootstraps from the kept state's value instead of taking it as terminal. vec_env
+/// then reports terminated = 0 for the step, whatever `terminated` says.
 template <class Scalar>
 struct step_result {
-  Scalar reward;    ///< reward of the transition
-  bool terminated;  ///< true when the new state is terminal (the MDP ended)
+  Scalar reward;           ///< reward of the transition
+  bool terminated;         ///< true when the new state is terminal (the MDP ended)
+  bool truncated = false;  ///< true when the env could not take the step; the episode ends as truncated
 };
 
 namespace detail {

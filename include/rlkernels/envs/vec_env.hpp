@@ -187,7 +187,10 @@ struct step_kernel {
     const std::int32_t t = a.elapsed[i] + (a.elapsed[i] < 0x7fffffff);  // saturates without a time limit
     ret = a.episode_returns[i] + double(r.reward);
     len = t;
-    const bool trunc = params.max_episode_steps > 0 && t >= params.max_episode_steps;
+    // An env that could not take the step (r.truncated) ends the episode as truncated, never as
+    // terminated: the failure is the simulator's, not a terminal state of the MDP.
+    const bool term = r.terminated && !r.truncated;
+    const bool trunc = r.truncated || (params.max_episode_steps > 0 && t >= params.max_episode_steps);
 
     // observe writes straight into the output rows: s' into final_observations, then the first
     // observation of the new episode (or a copy of s') into observations.
@@ -195,7 +198,7 @@ struct step_kernel {
     Env::observe(params, s, final_obs);
     scalar* next_obs = a.observations + i * Env::observation_size;
 
-    const bool done = r.terminated || trunc;
+    const bool done = term || trunc;
     if (done) {
       Env::reset(params, s, gen);
       Env::observe(params, s, next_obs);
@@ -209,7 +212,7 @@ struct step_kernel {
     a.states[i] = s;
     a.rng_blocks[i] = gen.block();
     a.rewards[i] = r.reward;
-    a.terminated[i] = r.terminated;
+    a.terminated[i] = term;
     a.truncated[i] = trunc;
     return done;
   }
@@ -366,9 +369,11 @@ struct validate_kernel {
 ///   next_obs in replay buffers.
 /// - `rewards()` [N]: reward of the last step.
 /// - `terminated()` [N] (uint8 0/1): the episode reached a terminal state; do not bootstrap.
-/// - `truncated()` [N] (uint8 0/1): the time limit `Params::max_episode_steps` was reached; the
-///   episode was cut, so bootstrap from V(final_observation). Both flags may be set at once;
-///   then termination wins (no bootstrap).
+/// - `truncated()` [N] (uint8 0/1): the time limit `Params::max_episode_steps` was reached, or the
+///   env could not take the step (step_result::truncated; its final observation is then the state
+///   it kept, and terminated is 0); the episode was cut, so bootstrap from V(final_observation).
+///   Both flags may be set at once (a terminal state at the time limit); then termination wins
+///   (no bootstrap).
 ///
 /// Randomness: env i draws from `rng(seed, first_env_index + i)` with its own block counter. On the
 /// serial and OpenMP backends a run is therefore bit-identical for every thread count and batch
@@ -548,7 +553,7 @@ public:
   const buffer<scalar_type, Backend>& rewards() const noexcept { return rewards_; }
   /// [N] 1 where the last step reached a terminal state.
   const buffer<std::uint8_t, Backend>& terminated() const noexcept { return terminated_; }
-  /// [N] 1 where the last step hit the time limit.
+  /// [N] 1 where the last step hit the time limit or the env could not take it (step_result::truncated).
   const buffer<std::uint8_t, Backend>& truncated() const noexcept { return truncated_; }
   /// [N] steps taken so far in each env's current episode.
   const buffer<std::int32_t, Backend>& episode_lengths() const noexcept { return elapsed_; }

@@ -44,15 +44,15 @@ namespace rlkernels {
 /// has no contact forces: mj_forward does not compute them).
 ///
 /// ant<double> reproduces Gymnasium (float64 actions) to the engine's accuracy (docs/physics.md).
-/// A step the engine cannot compute ends the episode (see mujoco_state, unstable_steps()).
+/// A step the engine cannot compute ends the episode as truncated (see mujoco_state, unstable_steps()).
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
 /// @tparam IncludeCfrcExt Gymnasium's include_cfrc_ext_in_observation
 /// @tparam Dims the model's sizes: models::ant_dims (16 contacts and 64 constraint rows, over the
 ///         measured peaks 6 / 27 of random actions and 5 / 26 of a trained policy; the pairs could
 ///         make 25 and 116), or physics::dims_with_capacity<models::ant_dims,
-///         NCon, NEfc> for other capacities (a step that needs more ends the episode and is counted:
-///         capacity_overflows())
+///         NCon, NEfc> for other capacities (a step that needs more ends the episode as truncated
+///         and is counted: capacity_overflows())
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCfrcExt = true,
           class Dims = models::ant_dims>
 struct ant {
@@ -157,7 +157,7 @@ struct ant {
       detail::count_failed_step(s, warning);
       fill_positions(s, info);
       info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     physics::rne_post_constraint(p.model, d);
     for (int b = 1; b < nbody; ++b)

@@ -20,8 +20,8 @@ namespace rlkernels {
 /// so an action of 1e30 or infinity acts as +-1 but costs its full square), then
 /// frame_skip physics steps (semi-implicit Euler with implicit damping, 0.01 s each). Reward =
 /// forward_reward_weight * x_velocity - ctrl_cost_weight * sum(action^2) (the raw action), with
-/// x_velocity = (qpos[0] after - before) / (timestep * frame_skip). Never terminates (except on a
-/// step the engine cannot compute: see mujoco_state).
+/// x_velocity = (qpos[0] after - before) / (timestep * frame_skip). Never terminates (a step the
+/// engine cannot compute ends the episode as truncated: see mujoco_state).
 ///
 /// Observation [17] (positions excluded, the default): qpos[1:9], then qvel[0:9] (not clipped);
 /// with ExcludeCurrentPositions = false [18]: qpos[0:9] first. Reset: qpos = qpos0 + U(-s, s),
@@ -92,7 +92,7 @@ struct half_cheetah {
     if (warning != physics::warning_none) {  // the state is the one before the step
       detail::count_failed_step(s, warning);
       info.x_velocity = info.reward_forward = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     info.x_velocity = (s.qpos[0] - x_before) / dt;
     info.reward_forward = p.forward_reward_weight * info.x_velocity;

@@ -32,7 +32,7 @@ namespace rlkernels {
 ///
 /// hopper<double> reproduces Gymnasium (float64 actions) to the engine's accuracy: see
 /// docs/physics.md for the measured figures. hopper<float> runs model and engine in float.
-/// A step the engine cannot compute ends the episode (see mujoco_state, unstable_steps()).
+/// A step the engine cannot compute ends the episode as truncated (see mujoco_state, unstable_steps()).
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
@@ -40,7 +40,7 @@ namespace rlkernels {
 ///         peaks 3 / 13 with the default termination; with terminate_when_unhealthy = false the
 ///         hopper can lie on the floor and needs more: physics::dims_with_capacity<models::hopper_dims,
 ///         8, 32>, or 14 / 44 for every contact its pairs can make; docs/physics.md). A step that
-///         needs more ends the episode and is counted: capacity_overflows()
+///         needs more ends the episode as truncated and is counted: capacity_overflows()
 template <class Scalar = float, bool ExcludeCurrentPositions = true, class Dims = models::hopper_dims>
 struct hopper {
   using scalar_type = Scalar;                                  ///< state, observation, action, reward type
@@ -121,7 +121,7 @@ struct hopper {
     if (warning != physics::warning_none) {  // the state is the one before the step
       detail::count_failed_step(s, warning);
       info.x_velocity = info.reward_forward = info.reward_survive = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     info.x_velocity = (s.qpos[0] - x_before) / dt;
     info.reward_forward = p.forward_reward_weight * info.x_velocity;

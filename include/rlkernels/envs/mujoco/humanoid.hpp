@@ -183,11 +183,12 @@ struct humanoid_common {
 /// qfrc_actuator and cfrc_ext 0.
 ///
 /// The workspace holds models::humanoid_dims::ncon contacts and nefc rows (16 and 36: measured
-/// maxima with a margin, docs/physics.md); a step that needs more ends the episode and is counted
-/// (capacity_overflows()). Pass physics::dims_with_capacity<models::humanoid_dims, NCon, NEfc> as
-/// Dims for other capacities. With terminate_when_unhealthy = false the humanoid lies on the floor
-/// and needs HumanoidStandup's: dims_with_capacity<models::humanoid_dims, 24, 80> (random actions
-/// then reach 12 contacts and 47 rows, and overflow the default 36 rows now and then).
+/// maxima with a margin, docs/physics.md); a step that needs more ends the episode as truncated
+/// and is counted (capacity_overflows()). Pass physics::dims_with_capacity<models::humanoid_dims,
+/// NCon, NEfc> as Dims for other capacities. With terminate_when_unhealthy = false the humanoid
+/// lies on the floor and needs HumanoidStandup's: dims_with_capacity<models::humanoid_dims, 24, 80>
+/// (random actions then reach 12 contacts and 47 rows, and overflow the default 36 rows now and
+/// then).
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
 struct humanoid {
@@ -271,7 +272,7 @@ struct humanoid {
     if (warning != physics::warning_none) {  // the state is the one before the step
       detail::count_failed_step(s, warning);
       info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     Scalar contact_cost = p.contact_cost_weight * common::cfrc_ext_square_sum(s);
     contact_cost = contact_cost < p.contact_cost_range[0] ? p.contact_cost_range[0]

@@ -23,7 +23,7 @@ namespace rlkernels {
 /// (not dt) and NumPy's pairwise sums; never terminated. Observation, reset and State as
 /// Humanoid-v5's (humanoid_state; reset noise U(-0.01, 0.01) on qpos and qvel).
 /// The workspace holds models::humanoid_standup_dims::ncon contacts and nefc rows (measured maxima
-/// with a margin: docs/physics.md); a step that needs more ends the episode as terminated and is
+/// with a margin: docs/physics.md); a step that needs more ends the episode as truncated and is
 /// counted (capacity_overflows()).
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_standup_dims>
@@ -94,7 +94,7 @@ struct humanoid_standup {
     if (warning != physics::warning_none) {  // the state is the one before the step
       detail::count_failed_step(s, warning);
       info.reward_linup = info.reward_impact = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     Scalar impact = p.impact_cost_weight * common::cfrc_ext_square_sum(s);
     impact = impact < p.impact_cost_range[0] ? p.impact_cost_range[0]

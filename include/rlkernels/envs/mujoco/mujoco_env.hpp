@@ -32,11 +32,13 @@ namespace rlkernels {
 /// above 1e10 in magnitude, an integrated state that is, or more contacts or constraint rows than
 /// the model's slots; not warning_bad_ctrl, on which MuJoCo zeroes the controls and goes on) is
 /// never written into the batch: the env keeps the state it had before that step, ends the episode
-/// (terminated, reward = -control cost), and adds one to `capacity_overflows` if the step needed
-/// more contacts or rows than the model's capacities (physics::dims_with_capacity), else to
-/// `unstable_steps`. MuJoCo itself resets
-/// the data to qpos0 on such a step (mj_checkPos/Vel/Acc, unless autoreset is disabled) and
-/// Gymnasium carries on from there; an env here cannot honestly continue, so it ends the episode.
+/// as truncated (step_result::truncated, never terminated: the robot reached no terminal state, so
+/// a learner bootstraps from the kept state; the final observation is the kept state's, the
+/// reward -control cost), and adds one to `capacity_overflows` if the step needed more contacts or
+/// rows than the model's capacities (physics::dims_with_capacity), else to `unstable_steps`.
+/// MuJoCo itself resets the data to qpos0 on such a step (mj_checkPos/Vel/Acc, unless autoreset is
+/// disabled) and Gymnasium carries on from there; an env here cannot honestly continue, so it ends
+/// the episode.
 /// `unstable_steps` survives the automatic reset of vec_env (the envs' reset() leaves it as it
 /// is), so it counts such steps since the vec_env was constructed or reset(): read the batch's
 /// totals with unstable_steps(envs) and capacity_overflows(envs).
@@ -219,7 +221,7 @@ struct add_u64 {
 
 /// @brief The number of env steps in the batch that the physics engine could not compute (see
 /// mujoco_state) since the vec_env was constructed or reset(): each ended its episode as
-/// terminated. One reduction on the backend, one host read.
+/// truncated. One reduction on the backend, one host read.
 /// @tparam Env an env whose State has `unstable_steps` (the MuJoCo envs)
 template <class Env, class Backend>
 std::uint64_t unstable_steps(const vec_env<Env, Backend>& envs) {
@@ -231,7 +233,7 @@ std::uint64_t unstable_steps(const vec_env<Env, Backend>& envs) {
 
 /// @brief The number of env steps in the batch that needed more contacts or constraint rows than
 /// the model's capacities (physics::dims_with_capacity; warning_contact_full, warning_efc_full)
-/// since the vec_env was constructed or reset(): each ended its episode as terminated, nothing was
+/// since the vec_env was constructed or reset(): each ended its episode as truncated, nothing was
 /// dropped. A non-zero count says the capacities are too small for this policy: raise them.
 /// @tparam Env an env whose State has `capacity_overflows` (the MuJoCo envs)
 template <class Env, class Backend>

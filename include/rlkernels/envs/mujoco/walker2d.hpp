@@ -30,7 +30,7 @@ namespace rlkernels {
 ///
 /// walker2d<double> reproduces Gymnasium (float64 actions) to the engine's accuracy: see
 /// docs/physics.md for the measured figures. walker2d<float> runs model and engine in float.
-/// A step the engine cannot compute ends the episode (see mujoco_state, unstable_steps()).
+/// A step the engine cannot compute ends the episode as truncated (see mujoco_state, unstable_steps()).
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
@@ -109,7 +109,7 @@ struct walker2d {
     if (warning != physics::warning_none) {  // the state is the one before the step
       detail::count_failed_step(s, warning);
       info.x_velocity = info.reward_forward = info.reward_survive = Scalar(0);
-      return {-ctrl_cost, true};
+      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
     }
     info.x_velocity = (s.qpos[0] - x_before) / dt;
     info.reward_forward = p.forward_reward_weight * info.x_velocity;
