@@ -13,6 +13,11 @@
 // (NCCL, in train_ppo_cuda) every rank trains --num-envs envs of its own and rank 0 reports:
 //
 //   mpirun -np 4 train_ppo --env Hopper-v5 --num-envs 8
+//
+// and one process gives the same run, bit for bit, with --env-shards (the envs in 4 shards that
+// reduce as the 4 ranks do):
+//
+//   train_ppo --env Hopper-v5 --num-envs 32 --env-shards 4
 
 #include <rlkernels/rlkernels.hpp>
 

@@ -16,7 +16,11 @@
 // into its own replay buffer and samples --batch-size transitions of it per gradient step; rank 0
 // reports:
 //
-//   mpirun -np 2 train_td3 --env Pendulum-v1 --num-envs 2
+//   mpirun -np 2 train_td3 --env Pendulum-v1 --num-envs 2 --batch-size 64 --buffer-size 20000
+//
+// One process gives the same run, bit for bit, with --env-shards and the per-rank sizes doubled:
+//
+//   train_td3 --env Pendulum-v1 --num-envs 4 --env-shards 2 --batch-size 128 --buffer-size 40000
 #include <rlkernels/algorithms/td3.hpp>
 #include <rlkernels/rlkernels.hpp>
 

@@ -230,7 +230,25 @@ std::vector<option<Config>> data_parallel_options(const char* batch_name) {
            "all-reduce"},
           field<Config, std::size_t>("--grad-accum", &Config::gradient_accumulation_steps, "K",
                 std::string("compute each ") + batch_name +
-                    "'s gradient in K micro-batches (the same update, less memory; default 1)")};
+                    "'s gradient in K micro-batches (the same update, less memory; default 1)"),
+          field<Config, std::size_t>("--env-shards", &Config::env_shards, "R",
+                "one process as R data-parallel ranks: the envs in R shards that sample and reduce as ranks do, so "
+                "--num-envs R*N --env-shards R gives the run of `mpirun -np R` with --num-envs N bit for bit "
+                "(default 1; under a launcher every rank is one shard)")};
+}
+
+/// @brief Checks --env-shards against --num-envs (after the options are applied) and against the
+/// job: a data-parallel rank is one shard.
+/// @throw std::invalid_argument naming the options
+template <class Config>
+void check_env_shards(const Config& c, int ranks) {
+  if (c.env_shards == 0 || c.num_envs % c.env_shards != 0)
+    throw std::invalid_argument("--env-shards " + std::to_string(c.env_shards) + " must be >= 1 and divide --num-envs (" +
+                                std::to_string(c.num_envs) + "): each shard steps num_envs / R envs");
+  if (ranks > 1 && c.env_shards != 1)
+    throw std::invalid_argument("--env-shards " + std::to_string(c.env_shards) + " with " + std::to_string(ranks) +
+                                " ranks: under a launcher every rank is one shard (leave --env-shards at 1; it "
+                                "reproduces R ranks in one process)");
 }
 
 /// @brief --total-steps, --num-envs, --buffer-size, --batch-size and --learning-starts: the
@@ -469,6 +487,7 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
   out.config = preset(o.env);
   for (const auto& [opt, v] : overrides) opt->set(out.config, v);
   out.config.seed = o.seed;
+  check_env_shards(out.config, 1);
   out.config.validate();
   if (o.evaluate_only && o.resume.empty()) throw std::invalid_argument("--evaluate-only needs --resume FILE");
   if (o.evaluate_only && o.eval_episodes == 0) throw std::invalid_argument("--evaluate-only needs --eval-episodes >= 1");
@@ -674,6 +693,7 @@ int training_main(int argc, char** argv, const program& p, std::vector<option<Co
     const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
     const distributed_job job = start_job(argc, argv, cl.run, p);
     return run_job(job, [&] {
+      check_env_shards(cl.config, job.get().size());
       return with_env<Trains>(cl.run, refusal + "; " + cl.run.env + " is not one of them", [&](auto entry) {
         return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, entry, job.get()); });
       });
@@ -858,7 +878,7 @@ velocity_report velocity_evaluation(Trainer& agent, std::size_t episodes, std::u
       r.returns[i] += double(res.reward);
       r.mean_x_velocity[i] += double(info.x_velocity);
       ++r.lengths[i];
-      if (res.terminated || r.lengths[i] >= cap) {
+      if (res.terminated || res.truncated || r.lengths[i] >= cap) {  // truncated: the engine failed
         done[i] = true;
         --left;
       }

@@ -289,7 +289,8 @@ inline void join_ranks(communicator& comm, const std::string& hyperparameters, s
 }
 
 /// A data-parallel checkpoint: rank 0 gathers every rank's own state (`bind_local`, saved to
-/// memory) and writes one file holding the shared state (`bind_shared`), the constant
+/// memory; each rank sends its section to rank 0 alone, in chunks: gather_bytes) and writes one
+/// file holding the shared state (`bind_shared`), the constant
 /// "world_size" and each rank's state as the section "rank/<r>", to `path` or as the next
 /// checkpoint of `dir` (rank 0's; null elsewhere). Rank 0's success is broadcast, so every rank
 /// throws if the write failed. Returns the path written (rank 0) or "".
@@ -321,48 +322,78 @@ std::string save_distributed_checkpoint(communicator& comm, BindShared&& bind_sh
   return written;
 }
 
-/// Loads a checkpoint written by save_distributed_checkpoint with the same number of ranks: rank
-/// 0 reads the file and broadcasts its bytes (no shared file system needed); every rank loads
-/// the shared state and its own section.
-/// @throw checkpoint_error on every rank if rank 0 cannot read it, or if it is refused (another
-///        config or world size, damaged); nothing changes then on a rank whose load was refused
+/// Loads a checkpoint written by save_distributed_checkpoint with the same number of ranks, all
+/// or nothing: rank 0 reads the file (no shared file system needed) and splits it; the shared
+/// state (with "world_size") is broadcast, and each rank is sent its own section "rank/<r>" alone
+/// (scatter_bytes: no rank receives another's envs or replay buffer). Every rank checks the
+/// shared state and its section against what it binds; only when every rank accepts does any
+/// rank load.
+/// @throw checkpoint_error on every rank if rank 0 cannot read or split the file, or if any rank
+///        refuses its part (another config or world size, damaged): the refusing rank throws its
+///        own reason, the others name it; no rank's state has changed then
 template <class BindShared, class BindLocal>
 void load_distributed_checkpoint(communicator& comm, BindShared&& bind_shared, BindLocal&& bind_local,
                                  const std::string& path, const char* who) {
-  std::vector<std::uint8_t> bytes;
-  std::uint64_t size = 0;
+  const std::size_t ranks = std::size_t(comm.size()), me = std::size_t(comm.rank());
+  std::vector<std::uint8_t> file, shared;
+  std::vector<view<const std::uint8_t>> sections;
+  std::uint64_t shared_size = 0;
   std::string failure;
-  if (comm.rank() == 0) {
+  if (me == 0) {
     try {
-      bytes = checkpoint::read_bytes(path);
-      size = bytes.size();
+      file = checkpoint::read_bytes(path);
+      checkpoint::split_sections split = checkpoint::split_from_memory(
+          file.data(), file.size(), [](const std::string& name) { return name.compare(0, 5, "rank/") != 0; }, path);
+      for (std::size_t r = 0; r < ranks; ++r) {
+        const auto it = split.payloads.find("rank/" + std::to_string(r));
+        if (it == split.payloads.end() || split.payloads.size() != ranks)
+          throw checkpoint_error("rlkernels::checkpoint::load: '" + path + "': holds the sections of " +
+                                 std::to_string(split.payloads.size()) + " ranks ('rank/<r>'); this run has " +
+                                 std::to_string(ranks) + " (a data-parallel checkpoint resumes on as many ranks as "
+                                 "wrote it)");
+        sections.push_back(it->second);
+      }
+      shared = std::move(split.kept);
+      shared_size = shared.size();
     } catch (const std::exception& e) {
       failure = e.what();
-      size = ~0ull;
+      shared_size = ~0ull;
     }
   }
-  comm.broadcast_raw(&size, sizeof(size), 0, {}, "checkpoint size");
-  if (size == ~0ull) {
-    if (comm.rank() == 0) throw checkpoint_error(failure);
+  comm.broadcast_raw(&shared_size, sizeof(shared_size), 0, {}, "checkpoint shared state size");
+  if (shared_size == ~0ull) {
+    if (me == 0) throw checkpoint_error(failure);
     throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": rank 0 could not read the checkpoint '" +
-                           path + "'");
+                           path + "', or refused it (see its message); nothing was loaded");
   }
-  bytes.resize(size);
-  comm.broadcast_raw(bytes.data(), bytes.size(), 0, {}, "checkpoint");
-  checkpoint local;
-  bind_local(local);
-  const std::uint64_t mine = local.save_to_memory().size();
-  const std::vector<std::uint64_t> sizes = all_gather(comm, mine, "checkpoint part sizes");
-  std::vector<std::vector<std::uint8_t>> parts;
-  checkpoint c;
+  shared.resize(std::size_t(shared_size));
+  comm.broadcast_raw(shared.data(), shared.size(), 0, {}, "checkpoint shared state");
+  const std::vector<std::uint8_t> mine = comm.scatter_bytes(sections, 0, "checkpoint sections");
+  file.clear();
+  file.shrink_to_fit();
+  checkpoint c, local;
   bind_shared(c);
-  c.bind_constant("world_size", std::to_string(comm.size()));
-  for (std::size_t r = 0; r < sizes.size(); ++r) parts.emplace_back(sizes[r]);
-  for (std::size_t r = 0; r < sizes.size(); ++r)
-    c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
-  c.load_from_memory(bytes.data(), bytes.size(), path);
-  local.load_from_memory(parts[std::size_t(comm.rank())].data(), parts[std::size_t(comm.rank())].size(),
-                         path + " (rank " + std::to_string(comm.rank()) + ")");
+  c.bind_constant("world_size", std::to_string(ranks));
+  bind_local(local);
+  const std::string source = path + " (rank " + std::to_string(me) + ")";
+  std::string refusal;
+  try {
+    c.check_from_memory(shared.data(), shared.size(), path);
+    local.check_from_memory(mine.data(), mine.size(), source);
+  } catch (const checkpoint_error& e) {
+    refusal = e.what();
+  }
+  const std::vector<std::uint64_t> refused =
+      all_gather(comm, std::uint64_t(refusal.empty() ? 0 : 1), "checkpoint acceptance");
+  if (!refusal.empty()) throw checkpoint_error(refusal);
+  std::string others;
+  for (std::size_t r = 0; r < ranks; ++r)
+    if (refused[r]) others += (others.empty() ? "" : ", ") + std::to_string(r);
+  if (!others.empty())
+    throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": rank(s) " + others +
+                           " refused the checkpoint '" + path + "' (see their messages); no rank loaded it");
+  c.load_from_memory(shared.data(), shared.size(), path);
+  local.load_from_memory(mine.data(), mine.size(), source);
 }
 
 /// A trainer's checkpoint in two halves, the state every rank holds alike (`shared`) and each
@@ -401,7 +432,8 @@ class trainer_state {
     }
     save(checkpoint_directory(dir, prefix, keep), step);
   }
-  /// Loads `path` (rank 0 reads it and sends it to the others in a data-parallel run).
+  /// Loads `path` (rank 0 reads it and sends the others the shared state and their sections in a
+  /// data-parallel run; all or nothing).
   void load(const std::string& path) {
     if (comm_.size() > 1) {
       load_distributed_checkpoint(comm_, shared_, local_, path, who_);

@@ -1,6 +1,6 @@
 // rlkernels/core/communicator.hpp
 // The collective operations data-parallel training needs (rank, size, all-reduce of a view,
-// broadcast, all-gather of small host structs, gather of byte strings, barrier), as one small
+// broadcast, all-gather of small host structs, gather and scatter of byte strings, barrier), as one small
 // abstract class, and its dependency-free implementation for a single process. The trainers
 // take a `communicator&`; the implementations over MPI and NCCL live in rlkernels/distributed/
 // (which needs those libraries) and are chosen at run time, so a trainer is compiled once for
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -78,6 +79,35 @@ struct communicator_stats {
   double seconds = 0;       ///< wall-clock seconds inside them (waiting for peers included)
 };
 
+namespace detail {
+
+/// The sizes table root sends before scatter_bytes' parts: parts[r].size() for every rank, or
+/// (root's `parts` of another length) all ones bits in entry 0, so that every rank refuses alike.
+inline std::vector<std::uint64_t> scatter_sizes(const std::vector<view<const std::uint8_t>>& parts, std::size_t ranks,
+                                                bool is_root) {
+  std::vector<std::uint64_t> sizes(ranks, 0);
+  if (!is_root) return sizes;
+  if (parts.size() != ranks) {
+    sizes[0] = ~std::uint64_t(0);
+    return sizes;
+  }
+  for (std::size_t r = 0; r < ranks; ++r) sizes[r] = parts[r].size();
+  return sizes;
+}
+
+/// After the sizes table: throws std::invalid_argument on every rank if root's parts were refused.
+inline void check_scatter_sizes(const std::vector<std::uint64_t>& sizes, std::size_t given, std::size_t ranks,
+                                bool is_root, const char* what) {
+  if (sizes.empty() || sizes[0] != ~std::uint64_t(0)) return;
+  if (is_root)
+    throw std::invalid_argument("rlkernels::communicator::scatter_bytes of '" + std::string(what) + "': root passed " +
+                                std::to_string(given) + " parts for " + std::to_string(ranks) + " ranks");
+  throw std::invalid_argument("rlkernels::communicator::scatter_bytes of '" + std::string(what) +
+                              "': root passed a wrong number of parts (see its message)");
+}
+
+}  // namespace detail
+
 /// @brief R processes (ranks 0 .. R-1) working on one job. Every collective must be called by
 /// every rank in the same order with the same sizes. Every blocking call has a deadline
 /// (timeout_seconds()): a peer that died or never joined ends it with a distributed_error naming
@@ -105,6 +135,32 @@ class communicator {
   /// others receive an empty list).
   virtual std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& bytes, int root,
                                                               const char* what) = 0;
+  /// @brief Host memory, sizes may differ: root hands rank r the bytes of `parts[r]` (root's
+  /// `parts` has size() entries; the others pass an empty list) and every rank returns its own
+  /// part, root included. What a data-parallel load uses to give each rank its section of a
+  /// checkpoint. This default broadcasts the sizes, then each part in turn (every rank receives
+  /// every part and keeps its own: one part's memory at a time, all parts' traffic); MPI sends each
+  /// part to its rank only.
+  /// @throw std::invalid_argument on every rank if root's `parts` does not have size() entries or
+  ///        root is not a rank; distributed_error on a failure or timeout
+  virtual std::vector<std::uint8_t> scatter_bytes(const std::vector<view<const std::uint8_t>>& parts, int root,
+                                                  const char* what) {
+    const std::size_t ranks = std::size_t(size());
+    RLK_EXPECTS(root >= 0 && std::size_t(root) < ranks, std::invalid_argument, "rlkernels::communicator::scatter_bytes of '",
+                what, "': root ", root, " is not a rank (0 .. ", ranks - 1, ")");
+    std::vector<std::uint64_t> sizes = detail::scatter_sizes(parts, ranks, rank() == root);
+    broadcast_raw(sizes.data(), sizes.size() * sizeof(std::uint64_t), root, memory_location{}, what);
+    detail::check_scatter_sizes(sizes, parts.size(), ranks, rank() == root, what);
+    std::vector<std::uint8_t> mine, part;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      if (sizes[r] == 0) continue;
+      std::vector<std::uint8_t>& into = r == std::size_t(rank()) ? mine : part;
+      into.resize(std::size_t(sizes[r]));
+      if (rank() == root) std::memcpy(into.data(), parts[r].data(), into.size());
+      broadcast_raw(into.data(), into.size(), root, memory_location{}, what);
+    }
+    return mine;
+  }
   /// @brief Waits for every rank.
   virtual void barrier(const char* what) = 0;
   /// @brief Ends every rank of the job at once with exit code `code` (MPI_Abort); a single
@@ -140,6 +196,14 @@ class single_process_communicator final : public communicator {
     RLK_EXPECTS(root == 0, std::invalid_argument, "rlkernels::single_process_communicator::gather_bytes of '", what,
                 "': root ", root, " is not a rank (the only rank is 0)");
     return {bytes};
+  }
+  std::vector<std::uint8_t> scatter_bytes(const std::vector<view<const std::uint8_t>>& parts, int root,
+                                          const char* what) override {
+    RLK_EXPECTS(root == 0, std::invalid_argument, "rlkernels::single_process_communicator::scatter_bytes of '", what,
+                "': root ", root, " is not a rank (the only rank is 0)");
+    RLK_EXPECTS(parts.size() == 1, std::invalid_argument, "rlkernels::single_process_communicator::scatter_bytes of '",
+                what, "': ", parts.size(), " parts for 1 rank");
+    return std::vector<std::uint8_t>(parts[0].begin(), parts[0].end());
   }
   void barrier(const char*) override {}
   [[noreturn]] void abort(int code) noexcept override { std::exit(code); }

@@ -4,11 +4,14 @@
 // process with its own slice of the envs (docs/distributed.md).
 //
 // No call hangs: every collective is MPI's non-blocking form (MPI_Iallreduce, MPI_Iallgather,
-// MPI_Ibcast, MPI_Igatherv, MPI_Ibarrier) tested until it completes or the deadline passes; then
+// MPI_Ibcast, MPI_Ibarrier; gather_bytes and scatter_bytes as chunks of MPI_Isend / MPI_Irecv
+// between root and each rank) tested until it completes or the deadline passes; then
 // it throws distributed_error naming this rank and the operation. The constructor's join checks
 // that every rank arrives and names those that do not. Device memory is passed to MPI directly
-// when the MPI library is CUDA-aware (native reductions), and staged through pinned host memory
-// otherwise (and for the ordered reduction, which adds the parts on the host).
+// when the MPI library is CUDA-aware (native reductions; a mean then divides on the device), and
+// staged through pinned host memory otherwise (and for the ordered reduction, which adds the parts
+// on the host). The host never reads or writes device memory itself: every access goes through
+// detail::mpi_device_memory (CUDA's copies and a kernel), which tests replace by a stand-in.
 #pragma once
 
 #include "../core/communicator.hpp"
@@ -38,6 +41,91 @@
 #include <vector>
 
 namespace rlkernels {
+namespace detail {
+
+/// What mpi_communicator does to device memory (the only ways it touches it): copies to and from
+/// a host staging buffer, the mean's division, and lending it to a CUDA-aware MPI. The CUDA
+/// implementation below is the default when compiled with CUDA; tests substitute a stand-in
+/// whose "device memory" the host cannot read, so that a path that dereferences a device pointer
+/// on the host crashes in the test as it would on a GPU (tests/distributed/mpi_test.cpp).
+class mpi_device_memory {
+ public:
+  virtual ~mpi_device_memory() = default;
+  /// A host buffer of at least `bytes` bytes for staging (reused; valid until the next call).
+  virtual void* host_staging(std::size_t bytes) = 0;
+  /// Waits until the work queued on `where.stream` is done (the data is ready for MPI).
+  virtual void synchronize(const memory_location& where) = 0;
+  /// `bytes` bytes from device memory at `device` to host memory at `host`; returns when done.
+  virtual void copy_to_host(void* host, const void* device, std::size_t bytes, const memory_location& where) = 0;
+  /// `bytes` bytes from host memory at `host` to device memory at `device`; returns when done.
+  virtual void copy_to_device(void* device, const void* host, std::size_t bytes, const memory_location& where) = 0;
+  /// data[i] = data[i] / ranks in the element type, on the device (divide_host's twin); returns when done.
+  virtual void divide(void* data, std::size_t count, element_kind kind, int ranks, const memory_location& where) = 0;
+  /// Brackets an MPI call handed device memory directly (a CUDA-aware MPI): lend = true before,
+  /// false after. Nothing to do for CUDA; the tests' stand-in lets the MPI library read it then.
+  virtual void lend_to_mpi(void* data, std::size_t bytes, bool lend) {
+    (void)data, (void)bytes, (void)lend;
+  }
+};
+
+#if RLK_HAS_CUDA
+/// data[i] = data[i] / ranks (a mean after a CUDA-aware MPI's sum, on the device).
+template <class T>
+__global__ void mpi_divide_kernel(T* data, std::size_t count, int ranks) {
+  const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    data[i] = T(data[i] / T(ranks));
+}
+
+/// mpi_device_memory over the CUDA runtime: pinned staging memory (cudaMallocHost, grown as
+/// needed, freed by the destructor), cudaMemcpyAsync on the buffer's stream, a division kernel.
+class mpi_cuda_device_memory final : public mpi_device_memory {
+ public:
+  mpi_cuda_device_memory() = default;
+  mpi_cuda_device_memory(const mpi_cuda_device_memory&) = delete;
+  mpi_cuda_device_memory& operator=(const mpi_cuda_device_memory&) = delete;
+  ~mpi_cuda_device_memory() override {
+    if (pinned_) (void)cudaFreeHost(pinned_);
+  }
+  void* host_staging(std::size_t bytes) override {
+    if (bytes > pinned_bytes_) {
+      if (pinned_) RLK_CUDA_CHECK(cudaFreeHost(pinned_));
+      pinned_ = nullptr;
+      pinned_bytes_ = 0;
+      RLK_CUDA_CHECK(cudaMallocHost(&pinned_, bytes));
+      pinned_bytes_ = bytes;
+    }
+    return pinned_;
+  }
+  void synchronize(const memory_location& where) override { RLK_CUDA_CHECK(cudaStreamSynchronize(stream(where))); }
+  void copy_to_host(void* host, const void* device, std::size_t bytes, const memory_location& where) override {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream(where)));
+    synchronize(where);
+  }
+  void copy_to_device(void* device, const void* host, std::size_t bytes, const memory_location& where) override {
+    RLK_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream(where)));
+    synchronize(where);
+  }
+  void divide(void* data, std::size_t count, element_kind kind, int ranks, const memory_location& where) override {
+    const device_guard guard(where.device_index);
+    constexpr unsigned block = 256;
+    const unsigned grid = grid_size_for(count, block);
+    with_element_kind(kind, data, [&](auto* x) {
+      using T = std::remove_pointer_t<decltype(x)>;
+      mpi_divide_kernel<T><<<grid, block, 0, stream(where)>>>(x, count, ranks);
+    });
+    RLK_CUDA_CHECK(cudaGetLastError());
+    synchronize(where);
+  }
+
+ private:
+  static cudaStream_t stream(const memory_location& where) { return static_cast<cudaStream_t>(where.stream); }
+  void* pinned_ = nullptr;
+  std::size_t pinned_bytes_ = 0;
+};
+#endif
+
+}  // namespace detail
 
 /// @brief rlkernels::communicator over MPI_COMM_WORLD (a duplicate of it, so that the library's
 /// messages never mix with the application's).
@@ -92,9 +180,6 @@ class mpi_communicator final : public communicator {
   /// Frees the duplicate and finalises MPI if the constructor initialised it, unless a collective
   /// failed (finalising then could wait forever for a dead peer).
   ~mpi_communicator() override {
-#if RLK_HAS_CUDA
-    if (pinned_) (void)cudaFreeHost(pinned_);
-#endif
     if (failed_) return;
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     int finalized = 0;
@@ -108,6 +193,13 @@ class mpi_communicator final : public communicator {
   double timeout_seconds() const noexcept override { return timeout_; }
   /// True when the MPI library says it takes CUDA device pointers (Open MPI's MPIX_Query_cuda_support).
   bool cuda_aware() const noexcept { return cuda_aware_; }
+  /// @brief For tests: replaces how device memory is reached (CUDA's runtime when compiled with
+  /// CUDA, nothing otherwise) by `memory`, which must outlive the communicator's use of it, and
+  /// says whether MPI takes device pointers directly (as a CUDA-aware MPI does).
+  void use_device_memory_for_testing(detail::mpi_device_memory& memory, bool mpi_takes_device_pointers) noexcept {
+    device_memory_ = &memory;
+    cuda_aware_ = mpi_takes_device_pointers;
+  }
   /// The MPI communicator the collectives use (a duplicate of MPI_COMM_WORLD).
   MPI_Comm native_handle() const noexcept { return comm_; }
   communicator_stats stats() const noexcept override { return stats_; }
@@ -115,27 +207,26 @@ class mpi_communicator final : public communicator {
   void all_reduce_raw(void* data, std::size_t count, element_kind kind, reduce_op op, reduction_order order,
                       memory_location where, const char* what) override {
     if (count == 0) return;
-    const timed t(stats_, count * detail::element_bytes(kind));
-    if (where.device) {
-#if RLK_HAS_CUDA
-      const std::size_t bytes = count * detail::element_bytes(kind);
-      if (cuda_aware_ && order == reduction_order::native) {
-        RLK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(where.stream)));
-        host_all_reduce(data, count, kind, op, order, what);
-        return;
-      }
-      void* host = pinned(bytes);
-      RLK_CUDA_CHECK(cudaMemcpyAsync(host, data, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(where.stream)));
-      RLK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(where.stream)));
-      host_all_reduce(host, count, kind, op, order, what);
-      RLK_CUDA_CHECK(cudaMemcpyAsync(data, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(where.stream)));
-      RLK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(where.stream)));
+    const std::size_t bytes = count * detail::element_bytes(kind);
+    const timed t(stats_, bytes);
+    if (!where.device) {
+      host_all_reduce(data, count, kind, op, order, what);
       return;
-#else
-      fail("all_reduce", what, "device memory, but this build has no CUDA");
-#endif
     }
-    host_all_reduce(data, count, kind, op, order, what);
+    detail::mpi_device_memory& device = device_memory("all_reduce", what);
+    if (cuda_aware_ && order == reduction_order::native) {
+      // MPI sums in device memory; the mean's division runs on the device too.
+      device.synchronize(where);
+      device.lend_to_mpi(data, bytes, true);
+      native_sum(data, count, kind, what);  // on failure it throws and the communicator is unusable
+      device.lend_to_mpi(data, bytes, false);
+      if (op == reduce_op::mean) device.divide(data, count, kind, size_, where);
+      return;
+    }
+    void* host = device.host_staging(bytes);
+    device.copy_to_host(host, data, bytes, where);
+    host_all_reduce(host, count, kind, op, order, what);
+    device.copy_to_device(data, host, bytes, where);
   }
 
   void broadcast_raw(void* data, std::size_t bytes, int root, memory_location where, const char* what) override {
@@ -143,21 +234,15 @@ class mpi_communicator final : public communicator {
                 "': root ", root, " is not a rank (0 .. ", size_ - 1, ")");
     if (bytes == 0) return;
     const timed t(stats_, bytes);
-    if (where.device) {
-#if RLK_HAS_CUDA
-      void* host = pinned(bytes);
-      const auto stream = static_cast<cudaStream_t>(where.stream);
-      RLK_CUDA_CHECK(cudaMemcpyAsync(host, data, bytes, cudaMemcpyDeviceToHost, stream));
-      RLK_CUDA_CHECK(cudaStreamSynchronize(stream));
-      host_broadcast(host, bytes, root, what);
-      RLK_CUDA_CHECK(cudaMemcpyAsync(data, host, bytes, cudaMemcpyHostToDevice, stream));
-      RLK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (!where.device) {
+      host_broadcast(data, bytes, root, what);
       return;
-#else
-      fail("broadcast", what, "device memory, but this build has no CUDA");
-#endif
     }
-    host_broadcast(data, bytes, root, what);
+    detail::mpi_device_memory& device = device_memory("broadcast", what);
+    void* host = device.host_staging(bytes);
+    device.copy_to_host(host, data, bytes, where);
+    host_broadcast(host, bytes, root, what);
+    device.copy_to_device(data, host, bytes, where);
   }
 
   void all_gather_raw(const void* data, std::size_t bytes, void* out, const char* what) override {
@@ -165,6 +250,14 @@ class mpi_communicator final : public communicator {
     gather_to_all(data, bytes, out, "all_gather", what);
   }
 
+  // ---- gather and scatter of byte strings, in chunks (MPI counts are int) ----
+
+  /// @brief Root receives every rank's bytes in rank order (the others an empty list): the sizes
+  /// are all-gathered (8 bytes per rank), then every rank sends its bytes to root alone in
+  /// messages of at most chunk_bytes(), the ranks' k-th chunks in flight together. Any total size
+  /// (beyond MPI's int counts) works. Root holds every part once; no rank receives another's.
+  /// @throw std::invalid_argument for a root that is not a rank; distributed_error on a failure
+  ///        or timeout
   std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& bytes, int root,
                                                       const char* what) override {
     RLK_EXPECTS(root >= 0 && root < size_, std::invalid_argument, "rlkernels::mpi_communicator::gather_bytes of '",
@@ -173,27 +266,89 @@ class mpi_communicator final : public communicator {
     const std::uint64_t mine = bytes.size();
     std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_), 0);
     all_gather_raw(&mine, sizeof(mine), sizes.data(), what);
-    std::uint64_t total = 0;
-    std::vector<int> counts(static_cast<std::size_t>(size_), 0), displacements(static_cast<std::size_t>(size_), 0);
-    for (int r = 0; r < size_; ++r) {
-      if (sizes[std::size_t(r)] > std::uint64_t(INT_MAX) || total > std::uint64_t(INT_MAX) - sizes[std::size_t(r)])
-        fail("gather_bytes", what, "more than INT_MAX bytes in all (MPI's int counts)");
-      counts[std::size_t(r)] = int(sizes[std::size_t(r)]);
-      displacements[std::size_t(r)] = int(total);
-      total += sizes[std::size_t(r)];
-    }
-    std::vector<std::uint8_t> all(rank_ == root ? std::size_t(total) : 0);
-    MPI_Request request;
-    check(MPI_Igatherv(bytes.data(), int(mine), MPI_BYTE, all.data(), counts.data(), displacements.data(), MPI_BYTE,
-                       root, comm_, &request),
-          "gather_bytes", what);
-    wait(request, "gather_bytes", what);
     std::vector<std::vector<std::uint8_t>> parts;
-    if (rank_ != root) return parts;
-    for (int r = 0; r < size_; ++r)
-      parts.emplace_back(all.begin() + displacements[std::size_t(r)],
-                         all.begin() + displacements[std::size_t(r)] + counts[std::size_t(r)]);
+    if (rank_ == root) {
+      parts.resize(std::size_t(size_));
+      for (int r = 0; r < size_; ++r)
+        if (r != root) parts[std::size_t(r)].resize(std::size_t(sizes[std::size_t(r)]));
+    }
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    for (std::uint64_t first = 0; first < largest; first += chunk_bytes_) {
+      std::vector<MPI_Request> requests;
+      if (rank_ == root) {
+        for (int r = 0; r < size_; ++r) {
+          const std::uint64_t size = sizes[std::size_t(r)];
+          if (r == root || size <= first) continue;
+          requests.push_back(MPI_REQUEST_NULL);
+          check(MPI_Irecv(parts[std::size_t(r)].data() + first, chunk_count(size - first), MPI_BYTE, r, gather_tag,
+                          comm_, &requests.back()),
+                "gather_bytes", what);
+        }
+      } else if (mine > first) {
+        requests.push_back(MPI_REQUEST_NULL);
+        check(MPI_Isend(bytes.data() + first, chunk_count(mine - first), MPI_BYTE, root, gather_tag, comm_,
+                        &requests.back()),
+              "gather_bytes", what);
+      }
+      wait_all(requests, "gather_bytes", what);
+    }
+    if (rank_ == root) parts[std::size_t(root)] = bytes;
     return parts;
+  }
+
+  /// @brief Root sends rank r the bytes of `parts[r]` and every rank returns its own: the sizes
+  /// are broadcast (8 bytes per rank), then root sends each rank its part alone in messages of at
+  /// most chunk_bytes(), the ranks' k-th chunks in flight together. Any size works; no rank
+  /// receives another's part.
+  /// @throw std::invalid_argument (every rank) if root's `parts` does not have size() entries or
+  ///        root is not a rank; distributed_error on a failure or timeout
+  std::vector<std::uint8_t> scatter_bytes(const std::vector<view<const std::uint8_t>>& parts, int root,
+                                          const char* what) override {
+    RLK_EXPECTS(root >= 0 && root < size_, std::invalid_argument, "rlkernels::mpi_communicator::scatter_bytes of '",
+                what, "': root ", root, " is not a rank (0 .. ", size_ - 1, ")");
+    std::vector<std::uint64_t> sizes = detail::scatter_sizes(parts, std::size_t(size_), rank_ == root);
+    host_broadcast(sizes.data(), sizes.size() * sizeof(std::uint64_t), root, what);
+    detail::check_scatter_sizes(sizes, parts.size(), std::size_t(size_), rank_ == root, what);
+    const std::uint64_t own = sizes[std::size_t(rank_)];
+    std::uint64_t sent = 0;
+    if (rank_ == root)
+      for (std::uint64_t s : sizes) sent += s;
+    const timed t(stats_, rank_ == root ? sent : own);
+    std::vector<std::uint8_t> mine(static_cast<std::size_t>(rank_ == root ? 0 : own));
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    for (std::uint64_t first = 0; first < largest; first += chunk_bytes_) {
+      std::vector<MPI_Request> requests;
+      if (rank_ == root) {
+        for (int r = 0; r < size_; ++r) {
+          const std::uint64_t size = sizes[std::size_t(r)];
+          if (r == root || size <= first) continue;
+          requests.push_back(MPI_REQUEST_NULL);
+          check(MPI_Isend(parts[std::size_t(r)].data() + first, chunk_count(size - first), MPI_BYTE, r, scatter_tag,
+                          comm_, &requests.back()),
+                "scatter_bytes", what);
+        }
+      } else if (own > first) {
+        requests.push_back(MPI_REQUEST_NULL);
+        check(MPI_Irecv(mine.data() + first, chunk_count(own - first), MPI_BYTE, root, scatter_tag, comm_,
+                        &requests.back()),
+              "scatter_bytes", what);
+      }
+      wait_all(requests, "scatter_bytes", what);
+    }
+    if (rank_ == root) mine.assign(parts[std::size_t(root)].begin(), parts[std::size_t(root)].end());
+    return mine;
+  }
+
+  /// Largest message (bytes) of one MPI call in gather_bytes and scatter_bytes; longer parts go in
+  /// several. Default 1 GiB.
+  std::size_t chunk_bytes() const noexcept { return std::size_t(chunk_bytes_); }
+  /// @brief Sets chunk_bytes(): every rank must set the same value (the receiver expects the
+  /// sender's chunks). Tests lower it to cover the chunking without gigabytes of data.
+  /// @throw std::invalid_argument unless 1 <= bytes <= INT_MAX
+  void set_chunk_bytes(std::size_t bytes) {
+    RLK_EXPECTS(bytes >= 1 && bytes <= std::size_t(INT_MAX), std::invalid_argument,
+                "rlkernels::mpi_communicator::set_chunk_bytes: ", bytes, " is not in 1 .. INT_MAX");
+    chunk_bytes_ = bytes;
   }
 
   void barrier(const char* what) override {
@@ -227,25 +382,48 @@ class mpi_communicator final : public communicator {
     }
   }
 
+  /// In-place MPI_SUM over the ranks (host memory, or device memory for a CUDA-aware MPI).
+  void native_sum(void* data, std::size_t count, element_kind kind, const char* what) {
+    const std::size_t eb = detail::element_bytes(kind);
+    constexpr std::size_t chunk = std::size_t(1) << 30;
+    for (std::size_t first = 0; first < count; first += chunk) {
+      const std::size_t n = std::min(chunk, count - first);
+      MPI_Request request;
+      check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * eb, int(n), datatype(kind), MPI_SUM,
+                           comm_, &request),
+            "all_reduce", what);
+      wait(request, "all_reduce", what);
+    }
+  }
+
+  /// All-reduce of host memory.
   void host_all_reduce(void* data, std::size_t count, element_kind kind, reduce_op op, reduction_order order,
                        const char* what) {
     const std::size_t eb = detail::element_bytes(kind);
     if (order == reduction_order::native) {
-      constexpr std::size_t chunk = std::size_t(1) << 30;
-      for (std::size_t first = 0; first < count; first += chunk) {
-        const std::size_t n = std::min(chunk, count - first);
-        MPI_Request request;
-        check(MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + first * eb, int(n), datatype(kind), MPI_SUM,
-                             comm_, &request),
-              "all_reduce", what);
-        wait(request, "all_reduce", what);
-      }
+      native_sum(data, count, kind, what);
       if (op == reduce_op::mean) detail::divide_host(data, count, kind, size_);
       return;
     }
     gathered_.resize(count * eb * std::size_t(size_));
     gather_to_all(data, count * eb, gathered_.data(), "all_reduce", what);
     detail::fold_host(gathered_.data(), count, kind, op, size_, data);
+  }
+
+  // ---- gather_bytes' and scatter_bytes' chunks ----
+  static constexpr int gather_tag = 21069, scatter_tag = 21070;  // within the 32767 every MPI allows
+
+  /// The count of the next chunk of a part with `left` bytes to go.
+  int chunk_count(std::uint64_t left) const { return int(std::min<std::uint64_t>(left, chunk_bytes_)); }
+
+  /// Waits for every request (in flight together) until one deadline.
+  void wait_all(std::vector<MPI_Request>& requests, const char* op, const char* what) {
+    const auto deadline = clock::now() + seconds(timeout_);
+    for (MPI_Request& request : requests)
+      if (!wait_until(request, deadline))
+        fail(op, what,
+             "timed out after " + format_seconds() + " waiting for the other ranks (a rank died, hangs, or called the "
+             "collectives in another order)");
   }
 
   void host_broadcast(void* data, std::size_t bytes, int root, const char* what) {
@@ -361,18 +539,17 @@ class mpi_communicator final : public communicator {
                                        "': " + why);
   }
 
-#if RLK_HAS_CUDA
-  void* pinned(std::size_t bytes) {
-    if (bytes > pinned_bytes_) {
-      if (pinned_) RLK_CUDA_CHECK(cudaFreeHost(pinned_));
-      pinned_ = nullptr;
-      RLK_CUDA_CHECK(cudaMallocHost(&pinned_, bytes));
-      pinned_bytes_ = bytes;
-    }
-    return pinned_;
+  /// How device memory is reached: CUDA's runtime, a test's stand-in, or nothing (refused).
+  detail::mpi_device_memory& device_memory(const char* op, const char* what) {
+    if (device_memory_ == nullptr) fail(op, what, "device memory, but this build has no CUDA");
+    return *device_memory_;
   }
-  void* pinned_ = nullptr;
-  std::size_t pinned_bytes_ = 0;
+
+#if RLK_HAS_CUDA
+  detail::mpi_cuda_device_memory cuda_memory_;
+  detail::mpi_device_memory* device_memory_ = &cuda_memory_;
+#else
+  detail::mpi_device_memory* device_memory_ = nullptr;
 #endif
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -381,6 +558,7 @@ class mpi_communicator final : public communicator {
   bool owns_mpi_ = false, failed_ = false, cuda_aware_ = false;
   std::vector<std::uint8_t> gathered_;
   communicator_stats stats_;
+  std::uint64_t chunk_bytes_ = std::uint64_t(1) << 30;  // gather_bytes' and scatter_bytes' largest message
 };
 
 }  // namespace rlkernels

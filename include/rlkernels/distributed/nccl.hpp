@@ -3,8 +3,9 @@
 // with nvcc (the class exists only when RLK_HAS_CUDA) and link libnccl (-lnccl). Under a host
 // compiler this header declares nothing.
 //
-// Start-up: rank 0 makes the NCCL unique id and shares it, either over TCP from a torchrun-style
-// launcher's environment (tcp_bootstrap.hpp) or through another communicator (MPI). NCCL is
+// Start-up uses what the engines provide: under MPI, rank 0 makes the NCCL unique id and
+// broadcasts it through an mpi_communicator; without MPI (torchrun, srun), NCCL's own bootstrap
+// meets at NCCL_COMM_ID (launcher.hpp: nccl_comm_id_for, MASTER_PORT + 1 unless set). NCCL is
 // initialised non-blocking (ncclConfig_t::blocking = 0) and every wait, the initialisation's
 // included, polls ncclCommGetAsyncError and the stream until done or the deadline: then the
 // communicator is aborted (ncclCommAbort) and the call throws distributed_error naming this rank
@@ -18,7 +19,7 @@
 #include "../core/backend.hpp"
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
-#include "tcp_bootstrap.hpp"
+#include "launcher.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -114,6 +115,36 @@ class nccl_owned_stream {
   int device_ = 0;
 };
 
+/// Sets an environment variable for a scope ("" leaves it as it is) and restores it after: the
+/// previous value, or its absence.
+class scoped_environment_variable {
+ public:
+  scoped_environment_variable(const char* name, const std::string& value) : name_(name) {
+    if (value.empty()) return;
+    if (const char* old = std::getenv(name)) {
+      had_value_ = true;
+      old_value_ = old;
+    }
+    if (::setenv(name, value.c_str(), 1) != 0)
+      throw std::invalid_argument(std::string("rlkernels::nccl_communicator: cannot set ") + name + "=" + value);
+    set_ = true;
+  }
+  scoped_environment_variable(const scoped_environment_variable&) = delete;
+  scoped_environment_variable& operator=(const scoped_environment_variable&) = delete;
+  ~scoped_environment_variable() {
+    if (!set_) return;
+    if (had_value_)
+      (void)::setenv(name_, old_value_.c_str(), 1);
+    else
+      (void)::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_value_;
+  bool had_value_ = false, set_ = false;
+};
+
 /// The NCCL communicator handle: finalised and destroyed when healthy (waiting at most the
 /// timeout for the finalisation), aborted when a collective failed.
 struct nccl_comm_handle {
@@ -165,8 +196,8 @@ struct nccl_comm_handle {
 /// @brief rlkernels::communicator over NCCL: rank r drives one CUDA device; collectives run on
 /// that device with NCCL (NVLink, PCIe, InfiniBand or sockets, as NCCL finds them).
 ///
-///     auto env = rlkernels::launcher_environment::from_env();     // torchrun's variables
-///     rlkernels::nccl_communicator comm(*env);                     // cudaSetDevice(LOCAL_RANK)
+///     auto env = rlkernels::launcher_environment::from_env();     // torchrun's or srun's variables
+///     rlkernels::nccl_communicator comm(*env);                     // cudaSetDevice(local rank)
 ///     rlkernels::cuda_backend backend{...};                        // on that device
 ///
 /// Every collective is blocking: it enqueues NCCL's operation on the buffer's stream (device
@@ -178,41 +209,36 @@ struct nccl_comm_handle {
 /// process (abort()). One thread at a time may call it.
 class nccl_communicator final : public communicator {
  public:
-  /// @brief Joins the job a torchrun-style launcher started: makes env.local_rank the calling
-  /// thread's CUDA device (cudaSetDevice, left current), rank 0 makes the NCCL unique id and sends
-  /// it to every rank over TCP (tcp_broadcast_bytes on env.master_addr:env.master_port), then every
-  /// rank initialises NCCL. Costs a TCP connection per rank and NCCL's initialisation (typically
-  /// 0.1 .. a few seconds); the TCP exchange and the initialisation each wait at most
-  /// `timeout_seconds`.
+  /// @brief Joins a job started without MPI (torchrun, srun, or the same variables set by hand)
+  /// with NCCL's own bootstrap: makes env.local_rank the calling thread's CUDA device
+  /// (cudaSetDevice, left current), sets NCCL_COMM_ID to nccl_comm_id_for(env) for the duration
+  /// of the call (the previous value, or its absence, is restored), so that every rank's
+  /// ncclGetUniqueId gives the same id naming that address, then initialises NCCL: rank 0's NCCL
+  /// listens there and the others connect. No port of the launcher's is touched (torchrun's agent
+  /// holds MASTER_PORT). Writes the process environment: no other thread may read or write it
+  /// meanwhile. Costs NCCL's initialisation (typically 0.1 .. a few seconds), waited for at most
+  /// `timeout_seconds`. With one rank no address is needed.
   /// @param env this rank's place in the job (launcher_environment::from_env())
   /// @param timeout_seconds how long any call waits for the other ranks, > 0
-  /// @throw std::invalid_argument on a bad env or timeout, or a LOCAL_RANK with no CUDA device;
-  ///        cuda_error if CUDA fails; distributed_error if the TCP exchange or NCCL's
-  ///        initialisation fails or times out (rank 0's message names the ranks that never connected)
+  /// @throw std::invalid_argument on a bad env or timeout, a local rank with no CUDA device, or no
+  ///        address to meet at (nccl_comm_id_for says what to set); cuda_error if CUDA fails;
+  ///        distributed_error if NCCL's initialisation fails or times out (a rank that never
+  ///        starts, or rank 0 unable to listen at the address)
   explicit nccl_communicator(const launcher_environment& env, double timeout_seconds = 60.0)
       : rank_(env.rank), size_(env.world_size), device_(env.local_rank), timeout_(timeout_seconds),
         staging_(env.local_rank), gathered_(env.local_rank) {
-    check_arguments("launcher_environment: LOCAL_RANK");
+    check_arguments("launcher_environment: the local rank");
+    const std::string address = size_ > 1 ? nccl_comm_id_for(env) : std::string();
     RLK_CUDA_CHECK(cudaSetDevice(device_));
-    std::vector<std::uint8_t> id_bytes;
-    ncclResult_t id_result = ncclSuccess;
-    if (rank_ == 0) {
-      ncclUniqueId id;
-      id_result = ncclGetUniqueId(&id);
-      if (id_result == ncclSuccess) id_bytes.assign(id.internal, id.internal + sizeof(id.internal));
-    }
-    // On failure rank 0 still sends (no bytes), so that the others fail now instead of at their deadline.
-    id_bytes = tcp_broadcast_bytes(env, std::move(id_bytes), timeout_);
-    if (id_result != ncclSuccess)
-      fail_nccl("init", "the NCCL unique id", id_result, "ncclGetUniqueId failed");
-    if (id_bytes.size() != sizeof(ncclUniqueId))
-      fail("init", "the NCCL unique id",
-           "rank 0 sent " + std::to_string(id_bytes.size()) + " bytes instead of a " +
-               std::to_string(sizeof(ncclUniqueId)) + "-byte NCCL unique id (ncclGetUniqueId failed on rank 0: see "
-               "its message)");
+    const detail::scoped_environment_variable comm_id("NCCL_COMM_ID", address);
     ncclUniqueId id;
-    std::memcpy(id.internal, id_bytes.data(), sizeof(id.internal));
-    init(id);
+    const ncclResult_t result = ncclGetUniqueId(&id);
+    if (result != ncclSuccess)
+      fail_nccl("init", "the NCCL unique id", result,
+                address.empty() ? std::string("ncclGetUniqueId failed")
+                                : "ncclGetUniqueId failed for NCCL_COMM_ID=" + address + " (not host:port, or the "
+                                  "host does not resolve)");
+    init(id);  // NCCL reads NCCL_COMM_ID here too (rank 0 starts listening), before comm_id restores it
   }
 
   /// @brief Builds NCCL over an existing communicator (say, an mpi_communicator): rank and size
@@ -348,9 +374,12 @@ class nccl_communicator final : public communicator {
     copy_to_host(out, all, bytes * std::size_t(size_));
   }
 
+  // ---- gather and scatter of byte strings: point to point between root and each rank ----
+
   /// @brief Root receives every rank's host bytes in rank order (the others an empty list): an
-  /// all-gather of the sizes, then of every rank's bytes padded to the largest. Costs R times the
-  /// largest part received per rank (every rank receives all, not only root).
+  /// all-gather of the sizes (8 bytes per rank), then each rank sends its bytes to root alone
+  /// (ncclSend / ncclRecv, staged through the device in chunks of p2p_chunk_bytes, every rank's
+  /// k-th chunk in one NCCL group). Root receives each part once; no other rank receives any.
   /// @throw std::invalid_argument for a root that is not a rank; distributed_error on a NCCL
   ///        failure or timeout; cuda_error if a CUDA call fails
   std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& bytes, int root,
@@ -362,22 +391,94 @@ class nccl_communicator final : public communicator {
     const std::uint64_t mine = bytes.size();
     std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_), 0);
     all_gather_raw(&mine, sizeof(mine), sizes.data(), what);
-    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-    std::vector<std::uint8_t> all;
-    if (largest > 0) {
-      std::vector<std::uint8_t> padded(static_cast<std::size_t>(largest), 0);
-      std::copy(bytes.begin(), bytes.end(), padded.begin());
-      all.resize(static_cast<std::size_t>(largest) * std::size_t(size_));
-      all_gather_raw(padded.data(), padded.size(), all.data(), what);
-    }
     std::vector<std::vector<std::uint8_t>> parts;
-    if (rank_ != root) return parts;
-    for (int r = 0; r < size_; ++r) {
-      const auto first = all.begin() + static_cast<std::ptrdiff_t>(std::size_t(r) * std::size_t(largest));
-      parts.emplace_back(first, first + static_cast<std::ptrdiff_t>(sizes[std::size_t(r)]));
+    if (rank_ == root) {
+      parts.resize(std::size_t(size_));
+      for (int r = 0; r < size_; ++r)
+        if (r != root) parts[std::size_t(r)].resize(static_cast<std::size_t>(sizes[std::size_t(r)]));
     }
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_.get();
+    for (std::uint64_t first = 0; first < largest; first += p2p_chunk_bytes) {
+      const auto deadline = deadline_from_now();
+      if (rank_ == root) {
+        auto* slots = static_cast<std::uint8_t*>(gathered_.ensure(p2p_chunk_bytes * std::size_t(size_)));
+        enqueue(ncclGroupStart(), "gather_bytes", what, deadline);
+        for (int r = 0; r < size_; ++r)
+          if (r != root && sizes[std::size_t(r)] > first)
+            enqueue(ncclRecv(slots + std::size_t(r) * p2p_chunk_bytes, p2p_count(sizes[std::size_t(r)] - first),
+                             ncclChar, r, comm_.comm, stream),
+                    "gather_bytes", what, deadline);
+        enqueue(ncclGroupEnd(), "gather_bytes", what, deadline);
+        wait_stream(stream, "gather_bytes", what, deadline);
+        for (int r = 0; r < size_; ++r)
+          if (r != root && sizes[std::size_t(r)] > first)
+            copy_to_host(parts[std::size_t(r)].data() + first, slots + std::size_t(r) * p2p_chunk_bytes,
+                         p2p_count(sizes[std::size_t(r)] - first));
+      } else if (mine > first) {
+        void* chunk = staging_.ensure(p2p_chunk_bytes);
+        const std::size_t n = p2p_count(mine - first);
+        RLK_CUDA_CHECK(cudaMemcpyAsync(chunk, bytes.data() + first, n, cudaMemcpyHostToDevice, stream));
+        enqueue(ncclSend(chunk, n, ncclChar, root, comm_.comm, stream), "gather_bytes", what, deadline);
+        wait_stream(stream, "gather_bytes", what, deadline);
+      }
+    }
+    if (rank_ == root) parts[std::size_t(root)] = bytes;
     return parts;
   }
+
+  /// @brief Root sends rank r the bytes of `parts[r]` and every rank returns its own: the sizes
+  /// are broadcast (8 bytes per rank), then root sends each rank its part alone (ncclSend /
+  /// ncclRecv, staged through the device in chunks of p2p_chunk_bytes, every rank's k-th chunk in
+  /// one NCCL group). No rank receives another's part.
+  /// @throw std::invalid_argument (every rank) if root's `parts` does not have size() entries or
+  ///        root is not a rank; distributed_error on a NCCL failure or timeout; cuda_error if a
+  ///        CUDA call fails
+  std::vector<std::uint8_t> scatter_bytes(const std::vector<view<const std::uint8_t>>& parts, int root,
+                                          const char* what) override {
+    RLK_EXPECTS(root >= 0 && root < size_, std::invalid_argument, "rlkernels::nccl_communicator::scatter_bytes of '",
+                what, "': root ", root, " is not a rank (0 .. ", size_ - 1, ")");
+    ensure_usable("scatter_bytes", what);
+    std::vector<std::uint64_t> sizes = detail::scatter_sizes(parts, std::size_t(size_), rank_ == root);
+    broadcast_raw(sizes.data(), sizes.size() * sizeof(std::uint64_t), root, memory_location{}, what);
+    detail::check_scatter_sizes(sizes, parts.size(), std::size_t(size_), rank_ == root, what);
+    const std::uint64_t own = sizes[std::size_t(rank_)];
+    std::vector<std::uint8_t> mine(static_cast<std::size_t>(rank_ == root ? 0 : own));
+    const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    detail::device_guard guard(device_);
+    const cudaStream_t stream = stream_.get();
+    for (std::uint64_t first = 0; first < largest && size_ > 1; first += p2p_chunk_bytes) {
+      const auto deadline = deadline_from_now();
+      if (rank_ == root) {
+        auto* slots = static_cast<std::uint8_t*>(gathered_.ensure(p2p_chunk_bytes * std::size_t(size_)));
+        for (int r = 0; r < size_; ++r)
+          if (r != root && sizes[std::size_t(r)] > first)
+            RLK_CUDA_CHECK(cudaMemcpyAsync(slots + std::size_t(r) * p2p_chunk_bytes,
+                                           parts[std::size_t(r)].data() + first,
+                                           p2p_count(sizes[std::size_t(r)] - first), cudaMemcpyHostToDevice, stream));
+        enqueue(ncclGroupStart(), "scatter_bytes", what, deadline);
+        for (int r = 0; r < size_; ++r)
+          if (r != root && sizes[std::size_t(r)] > first)
+            enqueue(ncclSend(slots + std::size_t(r) * p2p_chunk_bytes, p2p_count(sizes[std::size_t(r)] - first),
+                             ncclChar, r, comm_.comm, stream),
+                    "scatter_bytes", what, deadline);
+        enqueue(ncclGroupEnd(), "scatter_bytes", what, deadline);
+        wait_stream(stream, "scatter_bytes", what, deadline);
+      } else if (own > first) {
+        void* chunk = staging_.ensure(p2p_chunk_bytes);
+        const std::size_t n = p2p_count(own - first);
+        enqueue(ncclRecv(chunk, n, ncclChar, root, comm_.comm, stream), "scatter_bytes", what, deadline);
+        wait_stream(stream, "scatter_bytes", what, deadline);
+        copy_to_host(mine.data() + first, chunk, n);
+      }
+    }
+    if (rank_ == root) mine.assign(parts[std::size_t(root)].begin(), parts[std::size_t(root)].end());
+    return mine;
+  }
+
+  /// Bytes of one chunk of gather_bytes and scatter_bytes (root's device scratch holds one per rank).
+  static constexpr std::size_t p2p_chunk_bytes = std::size_t(16) << 20;
 
   /// @brief Waits for every rank: an all-reduce of one int on the communicator's stream.
   /// @throw distributed_error on a NCCL failure or timeout; cuda_error if a CUDA call fails
@@ -440,6 +541,11 @@ class nccl_communicator final : public communicator {
     RLK_EXPECTS(where.device_index == device_, std::invalid_argument, "rlkernels::nccl_communicator::", op, " of '",
                 what, "': the buffer is on CUDA device ", where.device_index, ", this rank drives device ", device_);
     return static_cast<cudaStream_t>(where.stream);
+  }
+
+  /// The bytes of the next chunk of a part with `left` bytes to go.
+  static std::size_t p2p_count(std::uint64_t left) {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(left, p2p_chunk_bytes));
   }
 
   static ncclDataType_t nccl_type(element_kind kind) {

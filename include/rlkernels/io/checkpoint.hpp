@@ -433,50 +433,69 @@ public:
   /// @param source names the data in messages (the path for load())
   /// @throw checkpoint_error naming `source` and the reason; nothing bound has changed then
   void load_from_memory(const std::uint8_t* data, std::size_t size, const std::string& source = "<memory>") {
-    const std::map<std::string, section> sections = parse(data, size, source);
-    // Constants first: a different configuration explains the other differences best.
-    const auto find = [&](const std::string& name) -> const section* {
-      const auto it = sections.find(name);
-      return it == sections.end() ? nullptr : &it->second;
-    };
-    for (const field& f : fields_) {
-      if (f.kind != field_kind::constant) continue;
-      const section* s = find(f.name);
-      if (!s) reject(source, "missing section '" + f.name + "'");
-      if (s->type != f.type)
-        reject(source, "section '" + f.name + "' holds " + detail::checkpoint_type_name(s->type) +
-                           " elements; this run binds a text constant");
-      const std::string stored(reinterpret_cast<const char*>(data + s->payload_offset), s->count);
-      if (stored != f.constant)
-        reject(source, "constant '" + f.name + "' differs: " + detail::first_difference(stored, f.constant));
-    }
-    std::vector<const section*> matched(fields_.size(), nullptr);
-    for (std::size_t i = 0; i < fields_.size(); ++i) {
-      const field& f = fields_[i];
-      const section* s = find(f.name);
-      if (!s) reject(source, "missing section '" + f.name + "'");
-      if (f.kind != field_kind::constant) check_shape(*s, f, source);  // constants: compared above
-      matched[i] = s;
-    }
-    if (sections.size() != fields_.size()) {
-      for (const auto& named : sections)
-        if (!contains(named.first)) reject(source, "unexpected section '" + named.first + "' (this run does not bind it)");
-    }
-    for (std::size_t i = 0; i < fields_.size(); ++i) {
-      const field& f = fields_[i];
-      if (f.kind != field_kind::value || !f.check) continue;
-      const std::string why = f.check(data + matched[i]->payload_offset);
-      if (!why.empty()) reject(source, "section '" + f.name + "' holds a bad value: " + why);
-    }
+    const std::vector<const std::uint8_t*> payloads = validate(data, size, source);
     // Everything is valid: copy.
     for (std::size_t i = 0; i < fields_.size(); ++i) {
       const field& f = fields_[i];
       const std::size_t bytes = f.count * f.element_size;
       if (bytes == 0 || f.kind == field_kind::constant) continue;
-      const std::uint8_t* payload = data + matched[i]->payload_offset;
-      if (f.kind == field_kind::value) std::memcpy(f.data, payload, bytes);
-      else f.from_host(f.data, payload, bytes);
+      if (f.kind == field_kind::value) std::memcpy(f.data, payloads[i], bytes);
+      else f.from_host(f.data, payloads[i], bytes);
     }
+  }
+
+  /// @brief Every check load_from_memory() makes, without writing any bound memory: what a
+  /// data-parallel load runs on every rank before any rank loads (all or nothing).
+  /// @throw checkpoint_error as load_from_memory() would
+  void check_from_memory(const std::uint8_t* data, std::size_t size, const std::string& source = "<memory>") const {
+    (void)validate(data, size, source);
+  }
+
+  /// @brief A checkpoint held in memory split in two: the sections `keep(name)` accepts as a
+  /// checkpoint of their own (the same format, its own checksum), and the payloads of the others,
+  /// which must be uint8 sections (each, in a data-parallel checkpoint, one rank's checkpoint).
+  struct split_sections {
+    std::vector<std::uint8_t> kept;                              ///< a checkpoint of the kept sections
+    std::map<std::string, view<const std::uint8_t>> payloads;  ///< the other sections' bytes, in `data`
+  };
+
+  /// @brief Splits a checkpoint held in memory after checking it as load_from_memory() checks a
+  /// file (magic, version, byte order, size, checksum, structure; not against bindings). The
+  /// payload views point into `data`. For a data-parallel load: rank 0 keeps the shared state and
+  /// hands each rank its section.
+  /// @throw checkpoint_error naming `source`: a refused file, or a section not kept that is not uint8
+  template <class Keep>
+  static split_sections split_from_memory(const std::uint8_t* data, std::size_t size, Keep&& keep,
+                                          const std::string& source = "<memory>") {
+    const std::map<std::string, section> sections = parse(data, size, source);
+    std::vector<std::pair<std::size_t, const section*>> kept;  // by offset: the file's order
+    split_sections out;
+    for (const auto& named : sections) {
+      const section& s = named.second;
+      if (keep(named.first)) {
+        kept.emplace_back(s.name_offset, &s);
+        continue;
+      }
+      if (s.type != std::uint32_t(detail::checkpoint_type::u8))
+        reject(source, "section '" + named.first + "' holds " + detail::checkpoint_type_name(s.type) +
+                           " elements; a rank's section is uint8 bytes");
+      out.payloads.emplace(named.first, view<const std::uint8_t>(data + s.payload_offset, std::size_t(s.count)));
+    }
+    std::sort(kept.begin(), kept.end());
+    std::size_t bytes = detail::checkpoint_header_bytes + detail::checkpoint_checksum_bytes;
+    for (const auto& k : kept) bytes += (k.second->payload_offset + k.second->count * k.second->element_size) -
+                                        (k.second->name_offset - 4);
+    std::vector<std::uint8_t>& image = out.kept;
+    image.reserve(bytes);
+    image.insert(image.end(), data, data + 16);  // magic, version, byte order
+    detail::put_le<std::uint64_t>(image, bytes);
+    detail::put_le<std::uint32_t>(image, std::uint32_t(kept.size()));
+    detail::put_le<std::uint32_t>(image, 0);
+    for (const auto& k : kept)  // a section's bytes, name length to payload end, as they are
+      image.insert(image.end(), data + k.second->name_offset - 4,
+                   data + k.second->payload_offset + k.second->count * k.second->element_size);
+    detail::put_le<std::uint64_t>(image, detail::crc64(image.data(), image.size()));
+    return out;
   }
 
 private:
@@ -558,6 +577,49 @@ private:
     index_[name] = fields_.size();
     f.name = std::move(name);
     fields_.push_back(std::move(f));
+  }
+
+  /// load_from_memory()'s checks; returns each field's payload in `data`.
+  std::vector<const std::uint8_t*> validate(const std::uint8_t* data, std::size_t size,
+                                            const std::string& source) const {
+    const std::map<std::string, section> sections = parse(data, size, source);
+    // Constants first: a different configuration explains the other differences best.
+    const auto find = [&](const std::string& name) -> const section* {
+      const auto it = sections.find(name);
+      return it == sections.end() ? nullptr : &it->second;
+    };
+    for (const field& f : fields_) {
+      if (f.kind != field_kind::constant) continue;
+      const section* s = find(f.name);
+      if (!s) reject(source, "missing section '" + f.name + "'");
+      if (s->type != f.type)
+        reject(source, "section '" + f.name + "' holds " + detail::checkpoint_type_name(s->type) +
+                           " elements; this run binds a text constant");
+      const std::string stored(reinterpret_cast<const char*>(data + s->payload_offset), s->count);
+      if (stored != f.constant)
+        reject(source, "constant '" + f.name + "' differs: " + detail::first_difference(stored, f.constant));
+    }
+    std::vector<const section*> matched(fields_.size(), nullptr);
+    for (std::size_t i = 0; i < fields_.size(); ++i) {
+      const field& f = fields_[i];
+      const section* s = find(f.name);
+      if (!s) reject(source, "missing section '" + f.name + "'");
+      if (f.kind != field_kind::constant) check_shape(*s, f, source);  // constants: compared above
+      matched[i] = s;
+    }
+    if (sections.size() != fields_.size()) {
+      for (const auto& named : sections)
+        if (!contains(named.first)) reject(source, "unexpected section '" + named.first + "' (this run does not bind it)");
+    }
+    for (std::size_t i = 0; i < fields_.size(); ++i) {
+      const field& f = fields_[i];
+      if (f.kind != field_kind::value || !f.check) continue;
+      const std::string why = f.check(data + matched[i]->payload_offset);
+      if (!why.empty()) reject(source, "section '" + f.name + "' holds a bad value: " + why);
+    }
+    std::vector<const std::uint8_t*> payloads(fields_.size(), nullptr);
+    for (std::size_t i = 0; i < fields_.size(); ++i) payloads[i] = data + matched[i]->payload_offset;
+    return payloads;
   }
 
   [[noreturn]] static void reject(const std::string& source, const std::string& why) {

@@ -1,0 +1,80 @@
+# Runs two training commands and checks that the learning-curve CSVs they write are equal but for
+# the timing columns (elapsed_s, steps_per_s): e.g. a 2-rank MPI run against one process with
+# --env-shards 2.
+#
+#   cmake "-DFIRST=<command>|<arg>|..." -DFIRST_CSV=<csv> "-DSECOND=<command>|<arg>|..." -DSECOND_CSV=<csv>
+#         -P compare_curves.cmake
+#
+# The commands' arguments are separated by '|' (a CMake list would be split by add_test). Each
+# command must exit with status 0; its CSV is removed before it runs, so a stale file never passes.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(variable FIRST FIRST_CSV SECOND SECOND_CSV)
+  if(NOT DEFINED ${variable})
+    message(FATAL_ERROR "compare_curves.cmake: pass -D${variable}=...")
+  endif()
+endforeach()
+
+function(run_command which)
+  string(REPLACE "|" ";" command "${${which}}")
+  file(REMOVE "${${which}_CSV}")
+  execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  list(JOIN command " " shown)
+  if(NOT status STREQUAL "0")
+    message(FATAL_ERROR "compare_curves.cmake: ${shown}: exit status '${status}':\n${output}")
+  endif()
+  if(NOT EXISTS "${${which}_CSV}")
+    message(FATAL_ERROR "compare_curves.cmake: ${shown} wrote no ${${which}_CSV}:\n${output}")
+  endif()
+  message(STATUS "${shown}: ok")
+endfunction()
+
+# The CSV's rows without the timing columns, as a list of lines (cells joined by ',').
+function(rows_without_timing path out)
+  file(STRINGS "${path}" lines)
+  list(LENGTH lines count)
+  if(count LESS 2)
+    message(FATAL_ERROR "compare_curves.cmake: ${path} has no rows")
+  endif()
+  list(GET lines 0 header)
+  string(REPLACE "," ";" names "${header}")
+  set(drop "")
+  foreach(timing elapsed_s steps_per_s)
+    list(FIND names ${timing} at)
+    if(at LESS 0)
+      message(FATAL_ERROR "compare_curves.cmake: ${path} has no column ${timing}: ${header}")
+    endif()
+    list(APPEND drop ${at})
+  endforeach()
+  list(SORT drop COMPARE NATURAL ORDER DESCENDING)
+  set(kept "")
+  foreach(line IN LISTS lines)
+    string(REPLACE "," ";" cells "${line}")
+    foreach(at IN LISTS drop)
+      list(REMOVE_AT cells ${at})
+    endforeach()
+    list(JOIN cells "," row)
+    list(APPEND kept "${row}")
+  endforeach()
+  set(${out} "${kept}" PARENT_SCOPE)
+endfunction()
+
+run_command(FIRST)
+run_command(SECOND)
+rows_without_timing("${FIRST_CSV}" first)
+rows_without_timing("${SECOND_CSV}" second)
+list(LENGTH first first_count)
+list(LENGTH second second_count)
+if(NOT first_count EQUAL second_count)
+  message(FATAL_ERROR "compare_curves.cmake: ${FIRST_CSV} has ${first_count} lines, ${SECOND_CSV} ${second_count}")
+endif()
+math(EXPR last "${first_count} - 1")
+foreach(i RANGE ${last})
+  list(GET first ${i} a)
+  list(GET second ${i} b)
+  if(NOT a STREQUAL b)
+    message(FATAL_ERROR "compare_curves.cmake: line ${i} differs (timing columns left out):\n"
+      "  ${FIRST_CSV}: ${a}\n  ${SECOND_CSV}: ${b}")
+  endif()
+endforeach()
+message(STATUS "the learning curves are equal but for the timing columns (${first_count} lines)")
