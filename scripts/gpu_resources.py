@@ -10,7 +10,7 @@ when a kernel of the budget is missing, or a kernel has no budget line.
     scripts/gpu_resources.py                       # measure and check (what the CTest gpu_resources runs)
     scripts/gpu_resources.py --write-doc           # also rewrite the table in docs/gpu-resources.md
     scripts/gpu_resources.py --write-budget        # set the budget to the measured figures
-    scripts/gpu_resources.py --more --write-doc    # with walker2d<double> and half_cheetah<double> (unchecked)
+    scripts/gpu_resources.py --more --write-doc    # with the kernels of RLK_RESOURCE_MORE_ENVS (unchecked)
     scripts/gpu_resources.py --ptxas-log FILE      # parse a saved `nvcc -Xptxas -v` log instead of compiling
 
 Kernels are named by the lines of RLK_RESOURCE_ENVS in step_kernels.cu (one line per env; those of
