@@ -355,6 +355,20 @@ TEST_CASE("dqn: updates and target updates happen at CleanRL's global steps, for
   }
 }
 
+TEST_CASE("dqn: done() counts iterations: num_iterations() of num_envs steps cover total_timesteps") {
+  dqn_config c = small_config();
+  c.total_timesteps = 401;  // not a multiple of num_envs = 2: the last iteration goes past it
+  dqn<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  CHECK(agent.num_iterations() == 201);
+  std::uint64_t iterations = 0, steps = 0;
+  while (!agent.done()) steps += agent.iterate().gradient_steps, ++iterations;
+  CHECK(iterations == 201);
+  CHECK(agent.iteration() == 201);
+  CHECK(agent.global_step() == 402);
+  CHECK(agent.gradient_steps() == steps);
+  CHECK_THROWS_AS(agent.iterate(), std::logic_error);
+}
+
 TEST_CASE("dqn: a run is reproducible, and the same on serial and OpenMP with any thread count") {
   for (int variant = 0; variant < 2; ++variant) {
     dqn_config c = small_config();

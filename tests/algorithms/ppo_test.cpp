@@ -111,6 +111,25 @@ TEST_CASE("ppo: the assembled gradient matches finite differences of the assembl
   gradient_check<pendulum<double>>(c);
 }
 
+TEST_CASE("ppo: gradient_steps() counts the minibatch steps, also across a checkpoint") {
+  ppo_config c = small_config();
+  c.total_timesteps = 3 * c.batch_size();
+  rlk_test::temp_dir dir;
+  const std::string path = dir.file("ppo_gradient_steps.rlkc");
+  ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+  CHECK(agent.num_iterations() == 3);
+  CHECK(agent.gradient_steps() == 0);
+  agent.iterate();
+  const std::uint64_t per = std::uint64_t(c.update_epochs * c.num_minibatches);
+  CHECK(agent.gradient_steps() == per);
+  agent.save_checkpoint(path);
+  ppo<cartpole<float>, backend_t> resumed(rlk_test::backend(), c);
+  resumed.load_checkpoint(path);
+  CHECK(resumed.gradient_steps() == per);
+  while (!resumed.done()) resumed.iterate();
+  CHECK(resumed.gradient_steps() == 3 * per);
+}
+
 TEST_CASE("ppo: a run is reproducible, and the same on serial and OpenMP with any thread count") {
   ppo_config c = small_config();
   c.total_timesteps = 4 * 16 * 4;

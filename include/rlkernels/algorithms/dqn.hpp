@@ -10,6 +10,7 @@
 #include "../buffers/replay_buffer.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
+#include "trainer_core.hpp"
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
@@ -300,29 +301,6 @@ struct dqn_start_kernel {
   RLK_HOST_DEVICE void operator()(std::size_t) const { s->bad_step = 0; }
 };
 
-/// The iteration records of every rank gathered: the losses are the last rank's (its last part
-/// is the batch's last, as in one process), the episodes all ranks', the first diverged gradient
-/// step any rank saw; an invalid action on another rank stops this one naming that rank.
-inline dqn_device_stats gather_dqn_stats(communicator& comm, const dqn_device_stats& mine) {
-  const std::vector<dqn_device_stats> all = all_gather(comm, mine, "iteration statistics");
-  std::vector<unsigned long long> flags;
-  std::vector<episode_statistics> episodes;
-  dqn_device_stats d = all.back();
-  d.bad_step = 0;
-  for (const dqn_device_stats& x : all) {
-    flags.push_back(x.action_flag);
-    episodes.push_back(x.episodes);
-    if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
-      d.bad_step = x.bad_step;
-      d.bad_loss = x.bad_loss;
-    }
-  }
-  raise_if_other_rank_flagged(comm, mine.action_flag, flags, "rlkernels::dqn::iterate");
-  d.action_flag = mine.action_flag;
-  d.episodes = merge_episodes(episodes);
-  return d;
-}
-
 /// Purposes of derive_key in DQN.
 enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn_key_replay = 3, dqn_key_evaluation = 4 };
 
@@ -359,8 +337,20 @@ enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn
 /// gathered, and rank 0 writes the checkpoints (with every rank's envs and replay buffer). With
 /// the ordered reduction a run equals one process with R * num_envs envs, R * batch_size,
 /// R * buffer_size and env_shards = R bit for bit. Prioritized replay is not data-parallel.
+///
+/// The counters, checkpoints (save_checkpoint, load_checkpoint, automatic ones every
+/// config().checkpoint_every iterations) and done() come from trainer_core.
 template <class Env, class Backend>
-class dqn {
+class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
+  using core = trainer_core<dqn<Env, Backend>, dqn_config, Backend>;
+  friend core;
+  using core::backend_;
+  using core::comm_;
+  using core::config_;
+  using core::global_step_;
+  using core::gradient_steps_;
+  using core::iteration_;
+
  public:
   using env_type = vec_env<Env, Backend>;              ///< the training envs
   using scalar_type = typename env_type::scalar_type;  ///< float or double
@@ -386,7 +376,7 @@ class dqn {
   ///        distributed_error
   dqn(Backend backend, dqn_config config, typename Env::Params env_params = {},
       communicator& comm = default_communicator())
-      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params), comm_(&comm),
+      : core(backend, checked(std::move(config)), comm, "dqn"), env_params_(env_params),
         env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         q_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
         target_(backend, layer_sizes(), config_.hidden_activation, activation::identity),
@@ -410,17 +400,15 @@ class dqn {
     const layer_init torch_linear{weight_init::pytorch_default, 1.0, 0.0};
     q_.initialize(detail::derive_key(config_.seed, detail::dqn_key_weights), torch_linear, torch_linear);
     if (comm_->size() > 1) {
-      detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::dqn");
+      this->check_ranks();
       RLK_EXPECTS(!config_.prioritized, std::invalid_argument, "rlkernels::dqn: ", comm_->where_am_i(),
                   ": prioritized replay is not data-parallel (each rank's sum tree would have to be one); use "
                   "uniform replay");
-      broadcast(*comm_, backend_, q_.parameters(), 0, "Q-network parameters");
+      this->template broadcast_parameters<T>({{q_.parameters(), "Q-network parameters"}});
     }
     target_.copy_parameters_from(q_);
   }
 
-  /// The job's ranks.
-  communicator& comm() const noexcept { return *comm_; }
   /// Transitions of one gradient step over all ranks: batch_size * ranks.
   std::size_t global_batch_size() const noexcept { return config_.batch_size * std::size_t(comm_->size()); }
   /// @brief A checksum (detail::fnv1a over the bytes) of the Q-network's and the target's
@@ -430,18 +418,8 @@ class dqn {
                                           backend_);
   }
 
-  /// The configuration.
-  const dqn_config& config() const noexcept { return config_; }
-  /// Env steps taken so far (all envs).
-  std::uint64_t global_step() const noexcept { return global_step_; }
   /// The most observation rows one act() call takes; evaluate() acts in chunks of this many.
   std::size_t max_act_rows() const noexcept { return q_ws_.max_batch(); }
-  /// Iterations done so far.
-  std::uint64_t iteration() const noexcept { return iteration_; }
-  /// Gradient steps taken so far.
-  std::uint64_t gradient_steps() const noexcept { return gradient_step_; }
-  /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return global_step_ >= config_.total_timesteps; }
   /// The exploration rate of the next iteration: config().epsilon(global_step()).
   double epsilon() const noexcept { return config_.epsilon(global_step_); }
   /// The online Q-network (observations -> one value per action).
@@ -476,10 +454,9 @@ class dqn {
   ///        the first such gradient step, and the parameters are not usable); invalid_action if an
   ///        action was invalid (the envs stopped stepping at that step)
   dqn_iteration_stats iterate() {
-    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::dqn::iterate: training is done (", global_step_,
-                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
+    this->begin_iteration();
     dqn_iteration_stats stats;
-    stats.iteration = ++iteration_;
+    stats.iteration = iteration_;
     const std::uint64_t t = global_step_;
     const std::size_t n = config_.num_envs;
     const std::uint64_t steps = std::uint64_t(n) * std::uint64_t(comm_->size());  // of all ranks
@@ -523,7 +500,7 @@ class dqn {
     // The iteration's one host read: the statistics and the deferred action check together.
     detail::stage_action_flag(env_, &device_stats_.data()->action_flag);
     detail::dqn_device_stats d = device_stats_.get(0);
-    if (comm_->size() > 1) d = detail::gather_dqn_stats(*comm_, d);
+    if (comm_->size() > 1) d = gather_statistics(d);
     detail::raise_if_flagged(env_, d.action_flag);
     RLK_EXPECTS(d.bad_step == 0, error, "rlkernels::dqn::iterate: the TD loss is ", d.bad_loss, " at gradient step ",
                 d.bad_step, " (diverged training)");
@@ -537,11 +514,7 @@ class dqn {
       if (config_.max_grad_norm > 0) stats.grad_norm = d.grad_norm;
     }
     stats.global_step = global_step_;
-    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
-      detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::dqn");
-    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0) {
-      state().save_automatic(config_.checkpoint_dir, "dqn", config_.checkpoint_keep, global_step_);
-    }
+    this->end_iteration();
     return stats;
   }
 
@@ -601,33 +574,6 @@ class dqn {
     return out;
   }
 
-  /// @brief Binds everything a resumed run needs to continue bit-identically: the config's
-  /// hyperparameters (a constant), both networks, Adam, the envs, the counters and, when
-  /// config().checkpoint_buffers, the replay buffer.
-  template <class C>
-  void bind_checkpoint(C& c) {
-    bind_shared(c);
-    bind_local(c);
-  }
-
-  /// @brief Writes a checkpoint of the whole training state to `path` (atomically: a crash leaves
-  /// the old file or the new one). In a data-parallel run every rank calls it: rank 0 gathers the
-  /// ranks' envs and replay buffers and writes the file.
-  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
-  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
-  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
-  /// run return "" and write nothing).
-  /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
-
-  /// @brief Restores the training state from a checkpoint written by a run with the same
-  /// hyperparameters (and checkpoint_buffers setting, and number of ranks); training then
-  /// continues exactly as the saved run would have (on the same backend). All or nothing. In a
-  /// data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
-  /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
-  void load_checkpoint(const std::string& path) { state().load(path); }
-
  private:
   /// What every rank holds alike: the config, the networks, Adam and the counters.
   template <class C>
@@ -638,7 +584,7 @@ class dqn {
     opt_.bind_checkpoint(c, "q/adam/");
     c.bind_value("global_step", global_step_);
     c.bind_value("iteration", iteration_);
-    c.bind_value("gradient_step", gradient_step_);
+    c.bind_value("gradient_step", gradient_steps_);
   }
   /// What is this rank's own: its envs and replay buffer.
   template <class C>
@@ -652,11 +598,9 @@ class dqn {
       }
     }
   }
-  /// The checkpoint's two halves (detail::trainer_state).
-  auto state() {
-    return detail::trainer_state(
-        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { bind_local(c); }, "rlkernels::dqn");
-  }
+  /// Env steps of one iteration on each rank: num_envs (so done(), on iterations, is global_step()
+  /// >= total_timesteps: every iteration adds num_envs * ranks to global_step()).
+  static std::uint64_t steps_per_iteration(const dqn_config& c) noexcept { return c.num_envs; }
   /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
   std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }
   void check_batch(const batch_type& batch) const {
@@ -704,6 +648,22 @@ class dqn {
                                    &device_stats_.data()->q_sum);
   }
 
+  /// Every rank's statistics gathered (detail::gather_iteration_records): the losses of the last
+  /// rank, the episodes of all, the first diverged gradient step any rank saw.
+  detail::dqn_device_stats gather_statistics(const detail::dqn_device_stats& mine) {
+    using R = detail::dqn_device_stats;
+    return detail::gather_iteration_records(
+        *comm_, mine, "rlkernels::dqn::iterate",
+        [](R& x) { return std::pair<episode_statistics&, unsigned long long&>(x.episodes, x.action_flag); },
+        [](R& d) { d.bad_step = 0; },
+        [](R& d, const R& x) {
+          if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
+            d.bad_step = x.bad_step;
+            d.bad_loss = x.bad_loss;
+          }
+        });
+  }
+
   static dqn_config checked(dqn_config c) {
     c.validate();
     return c;
@@ -742,7 +702,7 @@ class dqn {
   /// One gradient step on a fresh batch: sample, loss and gradient, clip, Adam, priorities.
   void gradient_step(dqn_iteration_stats& stats) {
     const std::uint64_t key = detail::derive_key(config_.seed, detail::dqn_key_replay);
-    const std::uint64_t draw = gradient_step_;
+    const std::uint64_t draw = gradient_steps_;
     if (per_) {
       per_->sample(key, draw, batch_, T(stats.beta), config_.n_step, T(config_.gamma));
     } else {
@@ -754,7 +714,7 @@ class dqn {
                                 [&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t) {
                                   td_loss_and_gradients(batch_, first, part_rows());
                                   detail::run_once(backend_, detail::dqn_divergence_kernel{device_stats_.data(),
-                                                                                           gradient_step_ + 1});
+                                                                                           gradient_steps_ + 1});
                                   grads_.add({view<const T>(q_.gradients())}, s, k);
                                 });
     grads_.reduce(*comm_, config_.gradient_reduction, {q_.gradients()}, "gradients");
@@ -767,14 +727,11 @@ class dqn {
     // infinite TD error makes this step's loss non-finite, which the divergence check above reports
     // at the end of the iteration; so the buffer's own validation record can never be set here.
     if (per_) per_->update_priorities_deferred(batch_.indices.cview(), td_errors_.cview());
-    ++gradient_step_;
+    ++gradient_steps_;
     ++stats.gradient_steps;
   }
 
-  Backend backend_;
-  dqn_config config_;
   typename Env::Params env_params_;
-  communicator* comm_;
   env_type env_;
   mlp<T, Backend> q_, target_;
   adam<T, Backend> opt_;
@@ -788,7 +745,6 @@ class dqn {
   buffer<T, Backend> targets_, td_errors_;   // [B]
   buffer<T, Backend> grad_q_;                // [B, A] d loss / d Q
   buffer<detail::dqn_device_stats, Backend> device_stats_;  // [1] read once per iteration
-  std::uint64_t global_step_ = 0, iteration_ = 0, gradient_step_ = 0;
 };
 
 /// @brief DQN hyperparameters tuned for the env `id` (a Gymnasium id), with the seed left at 1;

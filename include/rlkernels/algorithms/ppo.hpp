@@ -10,6 +10,7 @@
 #include "../buffers/rollout_buffer.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
+#include "trainer_core.hpp"
 #include "../core/backend.hpp"
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
@@ -376,8 +377,20 @@ constexpr int ppo_policy_outputs() {
 /// start as rank 0's, each minibatch's gradient is all-reduced before the optimiser step, the
 /// episode statistics are gathered, and rank 0 writes the checkpoints. With the ordered
 /// reduction a run equals one process with R * num_envs envs and env_shards = R bit for bit.
+///
+/// The counters, checkpoints (save_checkpoint, load_checkpoint, automatic ones every
+/// config().checkpoint_every iterations) and done() come from trainer_core.
 template <class Env, class Backend>
-class ppo {
+class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
+  using core = trainer_core<ppo<Env, Backend>, ppo_config, Backend>;
+  friend core;
+  using core::backend_;
+  using core::comm_;
+  using core::config_;
+  using core::global_step_;
+  using core::gradient_steps_;
+  using core::iteration_;
+
  public:
   using env_type = vec_env<Env, Backend>;                 ///< the training envs
   using scalar_type = typename env_type::scalar_type;     ///< float or double
@@ -402,7 +415,7 @@ class ppo {
   ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error
   ppo(Backend backend, ppo_config config, typename Env::Params env_params = {},
       communicator& comm = default_communicator())
-      : backend_(backend), config_(checked(std::move(config))), env_params_(env_params), comm_(&comm),
+      : core(backend, checked(std::move(config)), comm, "ppo"), env_params_(env_params),
         env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
         rollout_(backend, config_.num_steps, config_.num_envs, observation_size, action_width),
         minibatch_(backend, config_.minibatch_size(), observation_size, action_width),
@@ -433,32 +446,17 @@ class ppo {
     critic_.initialize(config_.seed * 2 + 12, layer_init{weight_init::orthogonal, s2, 0.0},
                        layer_init{weight_init::orthogonal, 1.0, 0.0});
     if (!discrete) log_std_.assign(std::vector<T>(std::size_t(action_width), T(config_.init_log_std)));
-    if (comm_->size() > 1) join_ranks();
-    if (config_.checkpoint_every > 0 && comm_->rank() == 0)
-      checkpoints_.emplace(config_.checkpoint_dir, "ppo", config_.checkpoint_keep);
+    this->template join_ranks<T>({{actor_.parameters(), "actor parameters"},
+                                  {critic_.parameters(), "critic parameters"},
+                                  {log_std_.view(), "log-std"}});
   }
 
-  /// The communicator (the default single process unless one was given).
-  communicator& comm() const noexcept { return *comm_; }
   /// Env steps per iteration over all ranks: R * num_envs * num_steps.
   std::size_t global_batch_size() const noexcept { return std::size_t(comm_->size()) * config_.batch_size(); }
 
-  /// The configuration.
-  const ppo_config& config() const noexcept { return config_; }
-  /// Env steps taken so far.
-  std::uint64_t global_step() const noexcept { return global_step_; }
   /// The most observation rows one act() call takes; evaluate() acts in chunks of this many.
   std::size_t max_act_rows() const noexcept {
     return config_.normalize_observations ? config_.num_envs : std::max(config_.num_envs, config_.minibatch_size());
-  }
-  /// Iterations done so far.
-  std::uint64_t iteration() const noexcept { return iteration_; }
-  /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return iteration_ >= num_iterations(); }
-  /// Iterations of global_batch_size() env steps that cover total_timesteps (all ranks together).
-  std::uint64_t num_iterations() const noexcept {
-    const std::uint64_t b = global_batch_size();
-    return (config_.total_timesteps + b - 1) / b;
   }
   /// The policy network (logits or means).
   mlp<T, Backend>& actor() noexcept { return actor_; }
@@ -489,13 +487,12 @@ class ppo {
   ///        and the parameters are not usable), or if the automatic checkpoint cannot be written
   ///        (the iteration itself is complete then)
   ppo_iteration_stats iterate() {
-    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::ppo::iterate: training is done (", global_step_,
-                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
+    this->begin_iteration();
     ppo_iteration_stats stats;
-    stats.iteration = ++iteration_;
+    stats.iteration = iteration_;
     // CleanRL: lr = lr0 * (1 - (iteration - 1) / num_iterations).
     const double lr = config_.anneal_lr
-                          ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(num_iterations()))
+                          ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(this->num_iterations()))
                           : config_.learning_rate;
     actor_opt_.set_learning_rate(lr);
     critic_opt_.set_learning_rate(lr);
@@ -530,6 +527,7 @@ class ppo {
     detail::stage_action_flag(env_, &stats_.data()->action_flag);
     detail::ppo_device_stats d = stats_.get(0);
     if (comm_->size() > 1) d = gather_statistics(d);
+    gradient_steps_ += stats.gradient_steps;
     detail::raise_if_flagged(env_, d.action_flag);
     // The normalisers' deferred checks of the rollout's batches: one read each, only when enabled.
     if (config_.normalize_observations) obs_rms_.check();
@@ -551,10 +549,7 @@ class ppo {
     stats.global_step = global_step_;
     stats.rollout_seconds = timer_.seconds(0, 1);
     stats.update_seconds = timer_.seconds(1, 2);
-    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
-      check_parameters_agree();
-    if (config_.checkpoint_every > 0 && iteration_ % config_.checkpoint_every == 0)
-      state().save_to(checkpoints_ ? &*checkpoints_ : nullptr, global_step_);  // rank 0 has the directory
+    this->end_iteration();
     return stats;
   }
 
@@ -567,39 +562,12 @@ class ppo {
     return h;
   }
 
-  /// @brief Binds everything a resumed run needs to continue bit-identically (on the same backend
-  /// kind): the constant "config" (config().hyperparameters()), the counters ("global_step",
-  /// "iteration", "action_draw", "shuffle_epoch"), both networks' parameters, the log-stds, the
-  /// three Adams, both normalisers, the running discounted returns of reward normalisation and
-  /// the envs. Not saved: the rollout (refilled by every iteration), gradients and scratch.
-  template <class C>
-  void bind_checkpoint(C& c) {
-    bind_shared(c);
-    bind_local(c);
-  }
-
-  /// @brief Writes the training state to `path` atomically (see checkpoint::save). In a
-  /// data-parallel run every rank calls it: rank 0 gathers the ranks' envs and writes the file.
-  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
-
-  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
-  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
-  /// run return "" and write nothing).
-  /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
-
-  /// @brief Restores the training state saved by save_checkpoint() (or automatically) into this
-  /// agent, which must have been built with the same config (checkpoint fields aside), env
-  /// parameters, backend kind and number of ranks; training then continues as if never
-  /// interrupted. In a data-parallel run every rank calls it and rank 0 reads the file and
-  /// sends it to the others (no shared file system needed).
-  /// @throw checkpoint_error if the file is refused (another config, corrupt, ...); nothing
-  ///        changes then
-  void load_checkpoint(const std::string& path) { state().load(path); }
 
  private:
-  /// What every rank holds alike: the config, counters, parameters, optimisers, normalisers.
+  /// What every rank holds alike: the config, the counters ("global_step", "iteration",
+  /// "action_draw", "shuffle_epoch"; "gradient_steps" only with target_kl > 0, else it follows
+  /// from the iteration), both networks' parameters, the log-stds, the three Adams and both
+  /// normalisers. The rollout, gradients and scratch are not saved.
   template <class C>
   void bind_shared(C& c) {
     c.bind_constant("config", config_.hyperparameters());
@@ -607,6 +575,7 @@ class ppo {
     c.bind_value("iteration", iteration_);
     c.bind_value("action_draw", action_draw_);
     c.bind_value("shuffle_epoch", shuffle_epoch_);
+    if (config_.target_kl > 0) c.bind_value("gradient_steps", gradient_steps_);
     c.bind("actor/parameters", backend_, actor_.parameters());
     c.bind("critic/parameters", backend_, critic_.parameters());
     c.bind("log_std", backend_, log_std_.view());
@@ -623,16 +592,15 @@ class ppo {
     env_.bind_checkpoint(c, "env/");
   }
 
-  /// The checkpoint's two halves (detail::trainer_state).
-  auto state() {
-    return detail::trainer_state(
-        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { bind_local(c); }, "rlkernels::ppo");
+  /// Without target_kl every iteration takes update_epochs * num_minibatches gradient steps.
+  void after_load() {
+    if (!(config_.target_kl > 0))
+      gradient_steps_ = iteration_ * std::uint64_t(config_.update_epochs) * std::uint64_t(config_.num_minibatches);
   }
+  /// Env steps of one iteration on each rank: num_envs * num_steps.
+  static std::uint64_t steps_per_iteration(const ppo_config& c) noexcept { return c.batch_size(); }
 
  public:
-
-  /// The automatic checkpoints (config().checkpoint_dir, prefix "ppo"), if checkpoint_every > 0.
-  const std::optional<checkpoint_directory>& checkpoints() const noexcept { return checkpoints_; }
 
   /// @brief Writes the policy's actions for observations [B, observation_size] (raw; they are
   /// normalised here when the config says so): the mode (argmax / mean) when `deterministic`,
@@ -852,35 +820,14 @@ class ppo {
                   "gradients");
   }
 
-  /// The ranks check that they run the same config, then take rank 0's parameters.
-  void join_ranks() {
-    detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::ppo");
-    broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
-    broadcast(*comm_, backend_, critic_.parameters(), 0, "critic parameters");
-    broadcast(*comm_, backend_, log_std_.view(), 0, "log-std");
-  }
-
   /// Every rank's statistics gathered: the loss statistics are the last rank's (its last
   /// micro-batch is the minibatch's last, as in one process), the episodes all ranks', and an
   /// invalid action on any rank stops every rank.
   detail::ppo_device_stats gather_statistics(const detail::ppo_device_stats& mine) {
-    const std::vector<detail::ppo_device_stats> all = all_gather(*comm_, mine, "iteration statistics");
-    std::vector<unsigned long long> flags;
-    std::vector<episode_statistics> episodes;
-    for (const detail::ppo_device_stats& x : all) {
-      flags.push_back(x.action_flag);
-      episodes.push_back(x.episodes);
-    }
-    detail::raise_if_other_rank_flagged(*comm_, mine.action_flag, flags, "rlkernels::ppo::iterate");
-    detail::ppo_device_stats d = all.back();
-    d.action_flag = mine.action_flag;
-    d.episodes = detail::merge_episodes(episodes);
-    return d;
-  }
-
-  /// Compares every rank's parameter checksum with rank 0's.
-  void check_parameters_agree() {
-    detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::ppo");
+    return detail::gather_iteration_records(
+        *comm_, mine, "rlkernels::ppo::iterate",
+        [](detail::ppo_device_stats& x) { return std::pair<episode_statistics&, unsigned long long&>(x.episodes, x.action_flag); },
+        [](detail::ppo_device_stats&) {}, [](detail::ppo_device_stats&, const detail::ppo_device_stats&) {});
   }
 
   static ppo_config checked(ppo_config c) {
@@ -1032,10 +979,7 @@ class ppo {
     detail::run_once(backend_, detail::ppo_stats_accumulate_kernel{stats_.data(), step});
   }
 
-  Backend backend_;
-  ppo_config config_;
   typename Env::Params env_params_;
-  communicator* comm_;
   env_type env_;
   rollout_buffer<T, action_type, Backend> rollout_;
   rollout_minibatch<T, action_type, Backend> minibatch_;
@@ -1054,8 +998,7 @@ class ppo {
   detail::gradient_parts<T, Backend> grads_;  // a minibatch's parts summed (more than one part)
   buffer<double, Backend> adv_scratch_;  // [env_shards + 2] advantage moments of the minibatch
   detail::phase_timer<Backend> timer_;
-  std::uint64_t global_step_ = 0, iteration_ = 0, action_draw_ = 0, shuffle_epoch_ = 0;
-  std::optional<checkpoint_directory> checkpoints_;
+  std::uint64_t action_draw_ = 0, shuffle_epoch_ = 0;
 };
 
 }  // namespace rlkernels
