@@ -41,7 +41,10 @@ const rlk_example::program program{"train_sac", "SAC", "sac", "Pendulum-v1", 100
 std::vector<rlk_example::option<config>> hyperparameters() {
   std::vector<rlk_example::option<config>> options = rlk_example::off_policy_data_options<config>();
   options.insert(options.end(), {
+      field("--random-warmup", &config::random_warmup),
+      field("--actor-learning-starts", &config::actor_learning_starts),
       field("--gradient-steps", &config::gradient_steps),
+      field("--train-frequency", &config::train_frequency),
       field("--gamma", &config::gamma),
       field("--tau", &config::tau),
       field("--policy-lr", &config::policy_lr),
@@ -49,6 +52,7 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--alpha-lr", &config::alpha_lr),
       field("--policy-frequency", &config::policy_frequency),
       field("--target-network-frequency", &config::target_network_frequency),
+      field("--weight-decay", &config::weight_decay),
       field("--alpha", &config::alpha),
       field("--autotune", &config::autotune),
       field("--target-entropy", &config::target_entropy),

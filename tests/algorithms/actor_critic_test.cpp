@@ -476,6 +476,97 @@ TEST_CASE("td3: RLtools' schedule options: policy actions from the first step, a
   }
 }
 
+TEST_CASE("sac: the off-policy schedule options: policy actions from the first step, train_frequency, actor "
+          "warm-up, weight decay") {
+  using S = sac<pendulum<float>, backend_t>;
+  // random_warmup = false: the initial policy's draws act from the first step (the draws act()
+  // makes with the actions' key and draw 0); with uniform warm-up they do not.
+  for (const bool random : {false, true}) {
+    sac_config c = small_sac();
+    c.num_envs = 3;
+    c.random_warmup = random;
+    S agent(rlk_test::backend(), c);
+    vec_env<pendulum<float>, backend_t> ref(rlk_test::backend(), c.num_envs, c.seed);
+    buffer<float, backend_t> actions(rlk_test::backend(), c.num_envs);
+    agent.act(ref.observations().cview(), actions.view(), false, detail::derive_key(c.seed, detail::ac_key_actions), 0);
+    ref.step(actions.cview());
+    agent.iterate();
+    INFO("random_warmup " << random);
+    CHECK((agent.envs().observations().to_host() == ref.observations().to_host()) == !random);
+  }
+
+  sac_config t = small_sac();
+  t.learning_starts = 30;
+  // train_frequency 4: the gradient steps come on iterations 32, 36, 40, ... (every 4th, once
+  // learning_starts steps are in the buffer); gradient_steps 2 each.
+  {
+    sac_config f = t;
+    f.train_frequency = 4;
+    f.gradient_steps = 2;
+    S agent(rlk_test::backend(), f);
+    for (int i = 1; i <= 40; ++i) {
+      const sac_iteration_stats st = agent.iterate();
+      INFO("iteration " << i);
+      CHECK(st.gradient_steps == (i > 30 && i % 4 == 0 ? 2u : 0u));
+    }
+    CHECK(agent.gradient_steps() == 6);
+    CHECK(f.hyperparameters().find("train_frequency=4\n") != std::string::npos);
+    f.train_frequency = 0;
+    CHECK_THROWS_WITH(S(rlk_test::backend(), f), Contains("train_frequency must be >= 1"));
+  }
+
+  // actor_learning_starts 40: the critics learn from env step 31, the actor and the temperature from 41.
+  {
+    sac_config a = t;
+    a.policy_frequency = 1;
+    a.actor_learning_starts = 40;
+    S agent(rlk_test::backend(), a);
+    const std::vector<float> a0 = agent.actor().parameters_to_host(), q0 = agent.critic1().parameters_to_host();
+    warm_up(agent, 31);
+    CHECK(agent.critic1().parameters_to_host() != q0);
+    for (int i = 32; i <= 40; ++i) {
+      const sac_iteration_stats st = agent.iterate();
+      CHECK(st.actor_loss == 0.0);
+    }
+    CHECK(agent.actor().parameters_to_host() == a0);
+    CHECK(agent.alpha() == Approx(a.alpha).epsilon(1e-6));  // no temperature step either
+    const sac_iteration_stats st = agent.iterate();  // env step 41
+    CHECK(st.actor_loss != 0.0);
+    CHECK(agent.actor().parameters_to_host() != a0);
+    CHECK(agent.alpha() != Approx(a.alpha).epsilon(1e-6));
+    CHECK(a.hyperparameters().find("actor_learning_starts=40\n") != std::string::npos);
+  }
+
+  // weight_decay: decoupled (AdamW), p -= lr * wd * p before the Adam step; the first update from
+  // the same parameters and gradients differs by exactly that.
+  {
+    sac_config w = t;
+    w.weight_decay = 0.5;
+    S plain(rlk_test::backend(), t), decayed(rlk_test::backend(), w);
+    warm_up(plain, 30);
+    warm_up(decayed, 30);
+    const std::vector<float> p0 = plain.critic1().parameters_to_host();
+    plain.iterate();
+    decayed.iterate();
+    const std::vector<float> p1 = plain.critic1().parameters_to_host(), d1 = decayed.critic1().parameters_to_host();
+    REQUIRE(p0.size() == d1.size());
+    for (std::size_t i = 0; i < p0.size(); ++i) {
+      INFO("parameter " << i);
+      CHECK(double(d1[i]) - double(p1[i]) == Approx(-t.q_lr * 0.5 * double(p0[i])).margin(1e-6));
+    }
+    CHECK(w.hyperparameters().find("weight_decay=0.5\n") != std::string::npos);
+    w.weight_decay = -1;
+    CHECK_THROWS_WITH(S(rlk_test::backend(), w), Contains("weight_decay must be finite and >= 0"));
+  }
+
+  // At their defaults the options add nothing to hyperparameters() (checkpoints stay as before).
+  const std::string h = sac_config{}.hyperparameters();
+  for (const char* key : {"random_warmup", "train_frequency", "weight_decay", "actor_learning_starts"}) {
+    INFO(key);
+    CHECK(h.find(key) == std::string::npos);
+  }
+}
+
 TEST_CASE("sac and td3: a run is a pure function of the config (repeat runs, serial and OpenMP with any thread count agree bit for bit)") {
   // Batches of 300 rows: each network pass is two 256-row chunks, which run on different threads
   // (one chunk, at batch 16, never opens a parallel region); openmp_backend{threads, 0} opens one

@@ -13,12 +13,14 @@
 #include "../losses/sac.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
+#include "trainer_core.hpp"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlkernels {
@@ -165,6 +167,8 @@ void validate_actor_critic_config(const Config& c, const char* who) {
   RLK_EXPECTS(c.batch_size >= 1, std::invalid_argument, who, ": batch_size must be >= 1");
   RLK_EXPECTS(c.buffer_size >= 1, std::invalid_argument, who, ": buffer_size must be >= 1");
   RLK_EXPECTS(c.gradient_steps >= 1, std::invalid_argument, who, ": gradient_steps must be >= 1");
+  RLK_EXPECTS(c.train_frequency >= 1, std::invalid_argument, who, ": train_frequency must be >= 1, got ",
+              c.train_frequency);
   RLK_EXPECTS(c.gamma >= 0 && c.gamma <= 1, std::invalid_argument, who, ": gamma must be in [0, 1], got ", c.gamma);
   RLK_EXPECTS(c.tau >= 0 && c.tau <= 1, std::invalid_argument, who, ": tau must be in [0, 1], got ", c.tau);
   RLK_EXPECTS(std::isfinite(c.policy_lr) && c.policy_lr >= 0, std::invalid_argument, who,
@@ -172,6 +176,8 @@ void validate_actor_critic_config(const Config& c, const char* who) {
   RLK_EXPECTS(std::isfinite(c.q_lr) && c.q_lr >= 0, std::invalid_argument, who, ": q_lr must be finite and >= 0, got ",
               c.q_lr);
   RLK_EXPECTS(c.adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", c.adam_epsilon);
+  RLK_EXPECTS(std::isfinite(c.weight_decay) && c.weight_decay >= 0, std::invalid_argument, who,
+              ": weight_decay must be finite and >= 0, got ", c.weight_decay);
   RLK_EXPECTS(c.policy_frequency >= 1, std::invalid_argument, who, ": policy_frequency must be >= 1");
   RLK_EXPECTS(std::isfinite(c.critic_loss_scale) && c.critic_loss_scale > 0, std::invalid_argument, who,
               ": critic_loss_scale must be > 0, got ", c.critic_loss_scale);
@@ -249,24 +255,18 @@ struct ac_divergence_kernel {
 /// one with a message naming that rank.
 inline actor_critic_device_stats gather_actor_critic_stats(communicator& comm, const actor_critic_device_stats& mine,
                                                            const char* who) {
-  const std::vector<actor_critic_device_stats> all = all_gather(comm, mine, "iteration statistics");
-  std::vector<unsigned long long> flags;
-  std::vector<episode_statistics> episodes;
-  actor_critic_device_stats d = all.back();
-  d.bad_step = 0;
-  for (const actor_critic_device_stats& x : all) {
-    flags.push_back(x.step.action_flag);
-    episodes.push_back(x.step.episodes);
-    if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
-      d.bad_step = x.bad_step;
-      d.bad_loss = x.bad_loss;
-      d.bad_part = x.bad_part;
-    }
-  }
-  raise_if_other_rank_flagged(comm, mine.step.action_flag, flags, who);
-  d.step.action_flag = mine.step.action_flag;
-  d.step.episodes = merge_episodes(episodes);
-  return d;
+  using R = actor_critic_device_stats;
+  return gather_iteration_records(
+      comm, mine, who,
+      [](R& x) { return std::pair<episode_statistics&, unsigned long long&>(x.step.episodes, x.step.action_flag); },
+      [](R& d) { d.bad_step = 0; },
+      [](R& d, const R& x) {
+        if (x.bad_step != 0 && (d.bad_step == 0 || x.bad_step < d.bad_step)) {
+          d.bad_step = x.bad_step;
+          d.bad_loss = x.bad_loss;
+          d.bad_part = x.bad_part;
+        }
+      });
 }
 
 /// The end of an off-policy iteration, its one host read: the statistics in `stats` (the episodes
@@ -300,35 +300,6 @@ inline std::size_t check_act_arguments(std::size_t observations, std::size_t act
   RLK_EXPECTS(b <= max_rows, std::invalid_argument, who, ": ", b, " rows, at most max(num_envs, batch_size) = ", max_rows);
   check_view_size(actions, actions_data, b * action_size, who, "actions");
   return b;
-}
-
-/// Binds the state SAC's and TD3's ranks hold alike into checkpoint `c`: the config, the actor,
-/// both critics and their targets, their optimisers and the counters.
-template <class C, class Trainer>
-void bind_actor_critic_shared(C& c, Trainer& t) {
-  c.bind_constant("config", t.config_.hyperparameters());
-  c.bind("actor/parameters", t.backend_, t.actor_.parameters());
-  c.bind("q1/parameters", t.backend_, t.q1_.parameters());
-  c.bind("q2/parameters", t.backend_, t.q2_.parameters());
-  c.bind("q1_target/parameters", t.backend_, t.q1_target_.parameters());
-  c.bind("q2_target/parameters", t.backend_, t.q2_target_.parameters());
-  t.actor_opt_.bind_checkpoint(c, "actor_adam/");
-  t.q1_opt_.bind_checkpoint(c, "q1_adam/");
-  t.q2_opt_.bind_checkpoint(c, "q2_adam/");
-  c.bind_value("counters/global_step", t.global_step_);
-  c.bind_value("counters/iteration", t.iteration_);
-  c.bind_value("counters/critic_updates", t.critic_updates_);
-  c.bind_value("counters/action_draw", t.action_draw_);
-  c.bind_value("counters/batch_draw", t.batch_draw_);
-  c.bind_value("counters/noise_draw", t.noise_draw_);
-}
-
-/// Binds what is each rank's own into checkpoint `c`: its envs and its replay buffer (when the
-/// config says).
-template <class C, class Trainer>
-void bind_actor_critic_local(C& c, Trainer& t) {
-  t.env_.bind_checkpoint(c, "env/");
-  if (t.config_.checkpoint_buffers) t.replay_.bind_checkpoint(c, "replay/");
 }
 
 

@@ -21,6 +21,8 @@
 #include "common.hpp"
 #include "data_parallel.hpp"
 #include "off_policy_config.hpp"
+#include "off_policy_trainer.hpp"
+#include "trainer_core.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -88,7 +90,7 @@ struct sac_config : off_policy_config {
         .add("log_std_min", log_std_min)
         .add("log_std_max", log_std_max)
         .add("seed", seed)
-        .str() + parallel_lines();
+        .str() + schedule_lines() + parallel_lines();
   }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
@@ -104,6 +106,18 @@ struct sac_config : off_policy_config {
     RLK_EXPECTS(std::isfinite(log_std_min) && std::isfinite(log_std_max) && log_std_min < log_std_max,
                 std::invalid_argument, who, ": need finite log_std_min < log_std_max, got ", log_std_min, ", ",
                 log_std_max);
+  }
+ private:
+  /// The lines of random_warmup, train_frequency, weight_decay and actor_learning_starts, only
+  /// where they differ from their defaults (SAC had none of them before: checkpoints of runs that
+  /// keep the defaults stay loadable and byte-identical).
+  std::string schedule_lines() const {
+    detail::hyperparameter_lines lines;
+    if (!random_warmup) lines.add("random_warmup", 0);
+    if (train_frequency != 1) lines.add("train_frequency", train_frequency);
+    if (weight_decay != 0.0) lines.add("weight_decay", weight_decay);
+    if (actor_learning_starts != 0) lines.add("actor_learning_starts", actor_learning_starts);
+    return lines.str();
   }
 };
 
@@ -145,19 +159,26 @@ struct sac_iteration_stats {
 /// the episode statistics are gathered, and rank 0 writes the checkpoints (with every rank's envs
 /// and replay buffer). With the ordered reduction a run equals one process with R * num_envs envs,
 /// R * batch_size, R * buffer_size and env_shards = R bit for bit.
+///
+/// The iteration, evaluation, envs, replay buffer and critics come from off_policy_trainer, the
+/// counters and checkpoints from trainer_core.
 template <class Env, class Backend>
-class sac {
+class sac : public off_policy_trainer<sac<Env, Backend>, Env, Backend, sac_config> {
   static_assert(Env::action_space == action_kind::continuous,
                 "rlkernels::sac: SAC needs a continuous action space (use dqn or ppo for discrete actions)");
+  using base = off_policy_trainer<sac<Env, Backend>, Env, Backend, sac_config>;
+  using core = trainer_core<sac<Env, Backend>, sac_config, Backend>;
+  friend base;
+  friend core;
 
  public:
-  using env_type = vec_env<Env, Backend>;              ///< the training envs
-  using scalar_type = typename env_type::scalar_type;  ///< float or double
-  using action_type = scalar_type;                     ///< continuous actions
-  using backend_type = Backend;                        ///< where everything runs
-  using T = scalar_type;                               ///< shorthand for scalar_type
-  static constexpr int observation_size = env_type::observation_size;  ///< O
-  static constexpr int action_size = env_type::action_width;           ///< D
+  using typename base::T;
+  using typename base::batch_type;
+  using typename base::env_type;
+  using base::action_size;
+  using base::observation_size;
+  /// What iterate() returns.
+  using iteration_stats = sac_iteration_stats;
 
   /// @brief Builds envs, networks, optimisers and the replay buffer; with a communicator of R > 1
   /// ranks (every rank constructs its agent with the same config), this rank's envs are
@@ -170,145 +191,32 @@ class sac {
   ///        configs differ or env_shards > 1 with R > 1; out_of_memory; distributed_error
   sac(Backend backend, sac_config config, typename Env::Params env_params = {},
       communicator& comm = default_communicator())
-      : backend_(backend), lb_(detail::light_backend(backend)), config_(checked(std::move(config))),
-        env_params_(env_params), comm_(&comm),
-        env_(backend, config_.num_envs, config_.seed, env_params, std::uint64_t(comm.rank()) * config_.num_envs),
-        replay_(backend, config_.buffer_steps(), config_.num_envs, observation_size, action_size),
-        batch_(backend, config_.batch_size, observation_size, action_size),
-        actor_(backend, sizes(observation_size, 2 * action_size), config_.hidden_activation, activation::identity),
-        q1_(backend, sizes(observation_size + action_size, 1), config_.hidden_activation, activation::identity),
-        q2_(backend, sizes(observation_size + action_size, 1), config_.hidden_activation, activation::identity),
-        q1_target_(backend, sizes(observation_size + action_size, 1), config_.hidden_activation, activation::identity),
-        q2_target_(backend, sizes(observation_size + action_size, 1), config_.hidden_activation, activation::identity),
-        actor_opt_(backend, actor_.num_parameters(), adam_with(config_.policy_lr)),
-        q1_opt_(backend, q1_.num_parameters(), adam_with(config_.q_lr)),
-        q2_opt_(backend, q2_.num_parameters(), adam_with(config_.q_lr)),
+      : base(backend, checked(std::move(config)), env_params, comm, "sac", 2 * action_size, activation::identity),
         log_alpha_(serial_backend{}, 1), log_alpha_grad_(serial_backend{}, 1),
-        alpha_opt_(serial_backend{}, 1, adam_with(config_.alpha_lr)),
-        actor_ws_(actor_, rows()), q1_ws_(q1_, part_rows()), q2_ws_(q2_, part_rows()),
-        target_ws_(q1_target_, part_rows()), target_ws2_(q2_target_, part_rows()),
-        critic_grads_(backend, q1_.num_parameters() + q2_.num_parameters(), config_.env_shards,
-                      config_.gradient_accumulation_steps, comm),
-        actor_grads_(backend, actor_.num_parameters(), config_.env_shards, config_.gradient_accumulation_steps, comm),
-        obs_before_(backend, config_.num_envs * std::size_t(observation_size)),
-        actions_(backend, config_.num_envs * std::size_t(action_size)),
-        env_actions_(backend, rows() * std::size_t(action_size)), mean_(backend, rows() * std::size_t(action_size)),
-        log_std_(backend, rows() * std::size_t(action_size)), eps_(backend, rows() * std::size_t(action_size)),
-        pi_actions_(backend, part_rows() * std::size_t(action_size)),
-        log_probs_(backend, part_rows()), critic_in_(backend, part_rows() * std::size_t(q_inputs)),
-        targets_(backend, part_rows()),
-        grad_q1_(backend, part_rows()), grad_q2_(backend, part_rows()),
-        grad_log_probs_(backend, part_rows()),
-        grad_in1_(backend, part_rows() * std::size_t(q_inputs)),
-        grad_in2_(backend, part_rows() * std::size_t(q_inputs)),
-        grad_actions_(backend, part_rows() * std::size_t(action_size)),
-        grad_mean_(backend, part_rows() * std::size_t(action_size)),
-        grad_log_std_(backend, part_rows() * std::size_t(action_size)),
-        grad_head_(backend, part_rows() * std::size_t(2 * action_size)) {
-    const layer_init torch{weight_init::pytorch_default, 1.0, 0.0};
-    actor_.initialize(detail::derive_key(config_.seed, detail::ac_key_actor_init), torch, torch);
-    q1_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic1_init), torch, torch);
-    q2_.initialize(detail::derive_key(config_.seed, detail::ac_key_critic2_init), torch, torch);
-    if (comm_->size() > 1) join_ranks();
-    q1_target_.copy_parameters_from(q1_);
-    q2_target_.copy_parameters_from(q2_);
+        alpha_opt_(serial_backend{}, 1, temperature_adam()),
+        mean_(backend, this->rows() * std::size_t(action_size)),
+        log_std_(backend, this->rows() * std::size_t(action_size)),
+        eps_(backend, this->rows() * std::size_t(action_size)),
+        pi_actions_(backend, this->part_rows() * std::size_t(action_size)), log_probs_(backend, this->part_rows()),
+        grad_log_probs_(backend, this->part_rows()),
+        grad_in1_(backend, this->part_rows() * std::size_t(q_inputs)),
+        grad_in2_(backend, this->part_rows() * std::size_t(q_inputs)),
+        grad_actions_(backend, this->part_rows() * std::size_t(action_size)),
+        grad_mean_(backend, this->part_rows() * std::size_t(action_size)),
+        grad_log_std_(backend, this->part_rows() * std::size_t(action_size)),
+        grad_head_(backend, this->part_rows() * std::size_t(2 * action_size)) {
+    this->initialize_and_join();
     log_alpha_.assign(std::vector<T>{T(std::log(config_.alpha))});
     target_entropy_ = std::isnan(config_.target_entropy) ? sac_target_entropy(std::size_t(action_size))
                                                           : config_.target_entropy;
   }
 
-  /// The configuration.
-  const sac_config& config() const noexcept { return config_; }
-  /// Env steps taken so far (all envs).
-  std::uint64_t global_step() const noexcept { return global_step_; }
-  /// The most observation rows one act() call takes; evaluate() acts in chunks of this many.
-  std::size_t max_act_rows() const noexcept { return rows(); }
-  /// Iterations done so far.
-  std::uint64_t iteration() const noexcept { return iteration_; }
-  /// Critic gradient steps done so far.
-  std::uint64_t gradient_steps() const noexcept { return critic_updates_; }
-  /// True once total_timesteps env steps have been taken.
-  bool done() const noexcept { return iteration_ >= num_iterations(); }
-  /// Iterations to cover total_timesteps: each takes num_envs steps on every rank.
-  std::uint64_t num_iterations() const noexcept {
-    const std::uint64_t per = std::uint64_t(config_.num_envs) * std::uint64_t(comm_->size());
-    return (config_.total_timesteps + per - 1) / per;
-  }
-  /// Transitions of one gradient step over all ranks: batch_size * ranks.
-  std::size_t global_batch_size() const noexcept { return config_.batch_size * std::size_t(comm_->size()); }
-  /// The job's ranks.
-  communicator& comm() const noexcept { return *comm_; }
   /// The current temperature alpha.
   double alpha() const { return std::exp(double(log_alpha_.data()[0])); }
   /// The entropy target of the temperature's loss.
   double target_entropy() const noexcept { return target_entropy_; }
   /// The policy network: observations -> [mean (D), log_std (D)] before the tanh squashing.
   mlp<T, Backend>& actor() noexcept { return actor_; }
-  /// The first critic Q1(s, a), input [observation, action in [-1, 1]].
-  mlp<T, Backend>& critic1() noexcept { return q1_; }
-  /// The second critic Q2(s, a).
-  mlp<T, Backend>& critic2() noexcept { return q2_; }
-  /// Q1's Polyak-averaged target.
-  mlp<T, Backend>& critic1_target() noexcept { return q1_target_; }
-  /// Q2's Polyak-averaged target.
-  mlp<T, Backend>& critic2_target() noexcept { return q2_target_; }
-  /// The training envs.
-  env_type& envs() noexcept { return env_; }
-  /// The replay buffer (actions in [-1, 1]).
-  replay_buffer<T, T, Backend>& replay() noexcept { return replay_; }
-
-  /// @brief One iteration: every env takes one step (uniform random actions during the first
-  /// learning_starts steps, then actions drawn from the policy), the transitions go into the
-  /// replay buffer, and once learning_starts steps have been taken, gradient_steps updates.
-  /// @throw std::logic_error if training is already done(); rlkernels::error if a loss becomes NaN
-  sac_iteration_stats iterate() {
-    using clock = std::chrono::steady_clock;
-    RLK_EXPECTS(!done(), std::logic_error, "rlkernels::sac::iterate: training is done (", global_step_,
-                " of total_timesteps ", config_.total_timesteps, " env steps taken)");
-    const auto t0 = clock::now();
-    sac_iteration_stats stats;
-    stats.iteration = ++iteration_;
-    const std::size_t n = config_.num_envs, nd = n * std::size_t(action_size);
-    // a_t: uniform in [-1, 1]^D while warming up, else a ~ pi(.|s_t).
-    const std::uint64_t draw = action_draw_++;
-    if (global_step_ < config_.learning_starts) {
-      for_each_index(lb_, nd,
-                     detail::uniform_action_kernel<T>{detail::derive_key(config_.seed, detail::ac_key_warmup_actions),
-                                                      draw, actions_.data(), first_env() * std::uint64_t(action_size)});
-    } else {
-      const std::size_t per = n / config_.env_shards, o = std::size_t(observation_size), d = std::size_t(action_size);
-      for (std::size_t s = 0; s < config_.env_shards; ++s)  // a rank's rows in one call, as a rank's are
-        sample_policy(env_.observations().cview().subview(s * per * o, per * o), per,
-                      detail::derive_key(config_.seed, detail::ac_key_actions), draw,
-                      actions_.view().subview(s * per * d, per * d), first_env() + s * per);
-    }
-    // Step the envs with the actions mapped to their bounds; store (s_t, a_t, r, s', terminated, truncated).
-    detail::step_and_store<Env>(lb_, env_, replay_, actions_.cview(), env_actions_.view(), obs_before_.view(),
-                                &stats_.data()->step);
-    global_step_ += std::uint64_t(n) * std::uint64_t(comm_->size());
-    actor_updated_ = false;
-    detail::run_once(lb_, detail::ac_start_kernel{stats_.data()});
-    if (global_step_ > config_.learning_starts) {
-      for (std::size_t g = 0; g < config_.gradient_steps; ++g) update(stats);
-    }
-    const detail::actor_critic_device_stats d = detail::read_iteration(env_, stats_, "rlkernels::sac::iterate", *comm_);
-    const detail::env_step_outcome ep = detail::outcome_of(d);
-    if (stats.gradient_steps > 0) stats.critic_loss = d.critic.loss;
-    if (actor_updated_) {
-      stats.actor_loss = d.actor.loss;
-      stats.entropy = d.actor.entropy;
-    }
-    stats.episodes = ep.episodes;
-    stats.episode_return_sum = ep.episode_return_sum;
-    stats.episode_length_sum = ep.episode_length_sum;
-    stats.global_step = global_step_;
-    stats.alpha = alpha();
-    if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
-      detail::check_parameters_agree(*comm_, parameter_checksum(), iteration_, "rlkernels::sac");
-    if (config_.checkpoint_every && iteration_ % config_.checkpoint_every == 0) auto_checkpoint();
-    stats.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    return stats;
-  }
 
   /// @brief Writes the policy's actions, in the env's units, for observations [B, O]: tanh(mean)
   /// scaled to the bounds when `deterministic`, else a draw (element k from rng(seed, k, draw)).
@@ -318,7 +226,7 @@ class sac {
            std::uint64_t draw = 0) {
     constexpr const char* who = "rlkernels::sac::act";
     const std::size_t b = detail::check_act_arguments(observations.size(), actions.size(), actions.data(),
-                                                       std::size_t(observation_size), std::size_t(action_size), rows(), who);
+                                                       std::size_t(observation_size), std::size_t(action_size), this->rows(), who);
     const std::size_t bd = b * std::size_t(action_size);
     const view<T> a = env_actions_.view().subview(0, bd);
     if (deterministic) {
@@ -330,29 +238,12 @@ class sac {
     for_each_index(lb_, bd, detail::to_env_action_kernel<T>{a.data(), actions.data(), Env::action_low, Env::action_high});
   }
 
-  /// @brief Evaluation on `episodes` fresh envs seeded with `seed` (one episode each); training
-  /// state is untouched. See detail::evaluate_policy.
-  /// @throw std::invalid_argument if episodes is 0; rlkernels::error if an episode does not end within max_steps
-  policy_evaluation evaluate(std::size_t episodes, std::uint64_t seed, bool deterministic = true,
-                             std::size_t max_steps = 1000000) {
-    return detail::evaluate_policy<Env>(backend_, env_params_, episodes, seed, rows(), max_steps,
-                                        "rlkernels::sac::evaluate",
-                                        [&](view<const T> obs, view<T> actions, std::size_t first, std::size_t step) {
-                                          // Stochastic draws: a key of their own, one per chunk of envs.
-                                          act(obs, actions, deterministic,
-                                              detail::derive_key(detail::derive_key(seed, detail::ac_key_evaluation), first),
-                                              step);
-                                        });
-  }
-
-  /// The batch type of the replay buffer (observations, actions in [-1, 1], rewards, next observations, ...).
-  using batch_type = replay_batch<T, T, Backend>;
-
   /// @brief One gradient step: a fresh uniform batch from replay(); the critics towards the soft
   /// double-Q target (critic_loss_and_gradients), then, every policy_frequency-th critic step,
   /// policy_frequency steps of the actor (actor_loss_and_gradients) and of the temperature (when
   /// autotune), then, every target_network_frequency-th critic step, the Polyak update of the
-  /// target critics. iterate() calls it gradient_steps times per iteration after the warm-up.
+  /// target critics. iterate() calls it gradient_steps times per iteration after the warm-up. No
+  /// actor or temperature step before actor_learning_starts env steps are taken.
   /// The critic and actor losses stay in backend memory; iterate() reads them (and reports a NaN or
   /// infinite loss, naming the first such gradient step) once at its end. With autotune, the
   /// temperature's loss is read at each actor step (the temperature is a host value that the
@@ -363,33 +254,33 @@ class sac {
   /// (gradient_parts), all-reduced over the ranks before the optimiser step; the temperature's
   /// gradient likewise.
   void update(sac_iteration_stats& stats) {
-    replay_.sample_sharded(shard_seeds(), batch_draw_++, batch_);
+    replay_.sample_sharded(this->shard_seeds(), batch_draw_++, batch_);
     // ---- critics ----
     const std::uint64_t critic_draw = noise_draw_++;
-    for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
-      critic_loss_into(batch_, first, part_rows(), detail::derive_key(config_.seed, detail::ac_key_target_noise),
+    this->for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+      critic_loss_into(batch_, first, this->part_rows(), detail::derive_key(config_.seed, detail::ac_key_target_noise),
                        critic_draw, row);
-      detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_ + 1, 1});
+      detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), gradient_steps_ + 1, 1});
       critic_grads_.add({view<const T>(q1_.gradients()), view<const T>(q2_.gradients())}, s, k);
     });
     critic_grads_.reduce(*comm_, config_.gradient_reduction, {q1_.gradients(), q2_.gradients()}, "critic gradients");
     q1_opt_.step(q1_.parameters(), q1_.gradients());
     q2_opt_.step(q2_.parameters(), q2_.gradients());
-    ++critic_updates_;
+    ++gradient_steps_;
     ++stats.gradient_steps;
     // ---- actor and temperature, delayed ----
-    if (critic_updates_ % config_.policy_frequency == 0) {
+    if (gradient_steps_ % config_.policy_frequency == 0 && this->actor_learning()) {
       for (std::uint64_t j = 0; j < config_.policy_frequency; ++j) {
         const std::uint64_t actor_draw = noise_draw_++;
         detail::host_parts temperature(config_.env_shards, config_.gradient_accumulation_steps);
-        for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
-          actor_loss_into(batch_, first, part_rows(), detail::derive_key(config_.seed, detail::ac_key_actor_noise),
+        this->for_each_part([&](std::size_t s, std::size_t k, std::size_t first, std::uint64_t row) {
+          actor_loss_into(batch_, first, this->part_rows(), detail::derive_key(config_.seed, detail::ac_key_actor_noise),
                           actor_draw, row);
-          detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), critic_updates_, 2});
+          detail::run_once(lb_, detail::ac_divergence_kernel{stats_.data(), gradient_steps_, 2});
           actor_grads_.add({view<const T>(actor_.gradients())}, s, k);
           if (config_.autotune) {
             // loss = -log_alpha * mean(log pi + target_entropy), with this actor step's log-probs (SB3).
-            temperature.add(sac_temperature_loss(lb_, log_probs_.cview().subview(0, part_rows()),
+            temperature.add(sac_temperature_loss(lb_, log_probs_.cview().subview(0, this->part_rows()),
                                                  log_alpha_.data()[0], T(target_entropy_))
                                 .grad_log_alpha,
                             s, k);
@@ -413,7 +304,7 @@ class sac {
       }
     }
     // ---- targets ----
-    if (critic_updates_ % config_.target_network_frequency == 0) {
+    if (gradient_steps_ % config_.target_network_frequency == 0) {
       polyak_update(lb_, view<const T>(q1_.parameters()), q1_target_.parameters(), T(config_.tau));
       polyak_update(lb_, view<const T>(q2_.parameters()), q2_target_.parameters(), T(config_.tau));
     }
@@ -433,8 +324,8 @@ class sac {
   /// @throw std::invalid_argument if the batch has another size; std::logic_error with
   ///        env_shards or gradient_accumulation_steps > 1 (the workspaces hold one part: use update())
   twin_critic_loss_result critic_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");
-    check_one_part("rlkernels::sac::critic_loss_and_gradients");
+    this->check_batch(batch, "rlkernels::sac::critic_loss_and_gradients");
+    this->check_one_part("rlkernels::sac::critic_loss_and_gradients");
     critic_loss_into(batch, 0, config_.batch_size, noise_seed, draw, 0);
     return stats_.get(0).critic;  // one host read
   }
@@ -449,8 +340,8 @@ class sac {
   /// @throw std::invalid_argument if the batch does not have config().batch_size transitions;
   ///        std::logic_error as critic_loss_and_gradients
   sac_actor_loss_result actor_loss_and_gradients(const batch_type& batch, std::uint64_t noise_seed, std::uint64_t draw) {
-    check_batch(batch, "rlkernels::sac::actor_loss_and_gradients");
-    check_one_part("rlkernels::sac::actor_loss_and_gradients");
+    this->check_batch(batch, "rlkernels::sac::actor_loss_and_gradients");
+    this->check_one_part("rlkernels::sac::actor_loss_and_gradients");
     actor_loss_into(batch, 0, config_.batch_size, noise_seed, draw, 0);
     return stats_.get(0).actor;  // one host read
   }
@@ -468,12 +359,12 @@ class sac {
     const view<const T> in = critic_in_.cview().subview(0, b * std::size_t(q_inputs));
     sample_policy(next_obs, b, noise_seed, draw, pi_actions_.view(), first_row);
     tanh_gaussian_log_prob(lb_, dist(b), action_bounds<T>{}, eps_.cview().subview(0, bd), log_probs);
-    critic_input(next_obs, pi_actions_.cview().subview(0, bd), b);
+    this->critic_input(next_obs, pi_actions_.cview().subview(0, bd), b);
     const view<const T> q1_next = q1_target_.forward(in, target_ws_);
     const view<const T> q2_next = q2_target_.forward(in, target_ws2_);
     sac_critic_targets(lb_, batch.rewards.cview().subview(first, b), batch.terminated.cview().subview(first, b),
                        q1_next, q2_next, view<const T>(log_probs), T(config_.gamma), T(alpha()), targets);
-    critic_input(obs, batch.actions.cview().subview(first * d, bd), b);
+    this->critic_input(obs, batch.actions.cview().subview(first * d, bd), b);
     const view<const T> q1 = q1_.forward(in, q1_ws_);
     const view<const T> q2 = q2_.forward(in, q2_ws_);
     twin_critic_loss(lb_, view<twin_critic_loss_result>(&stats_.data()->critic, 1), q1, q2, view<const T>(targets),
@@ -494,7 +385,7 @@ class sac {
     const gaussian_view<T> g = dist(b);
     const view<const T> eps = eps_.cview().subview(0, bd);
     tanh_gaussian_log_prob(lb_, g, action_bounds<T>{}, eps, log_probs);
-    critic_input(obs, pi_actions_.cview().subview(0, bd), b);
+    this->critic_input(obs, pi_actions_.cview().subview(0, bd), b);
     const view<const T> q1 = q1_.forward(in, q1_ws_);
     const view<const T> q2 = q2_.forward(in, q2_ws_);
     sac_actor_loss(lb_, view<sac_actor_loss_result>(&stats_.data()->actor, 1), view<const T>(log_probs), q1, q2,
@@ -518,29 +409,6 @@ class sac {
   }
 
  public:
-
-  /// @brief Binds everything a resumed run needs into checkpoint `c` (networks, targets,
-  /// optimisers, temperature, envs, counters, and the replay buffer when config().checkpoint_buffers).
-  template <class C>
-  void bind_checkpoint(C& c) {
-    bind_shared(c);
-    detail::bind_actor_critic_local(c, *this);
-  }
-  /// @brief Saves the whole training state to `path` (atomically: see rlkernels::checkpoint::save).
-  /// In a data-parallel run every rank calls it: rank 0 gathers the ranks' envs and replay buffers
-  /// and writes the file.
-  /// @throw rlkernels::error on an I/O failure (on every rank: rank 0 tells the others)
-  void save_checkpoint(const std::string& path) { state().save(path, global_step_); }
-  /// @brief Saves the training state as the checkpoint of global_step() in `dir` (rotating, see
-  /// checkpoint_directory::save) and returns the path (rank 0; the other ranks of a data-parallel
-  /// run return "" and write nothing).
-  /// @throw rlkernels::error on an I/O failure (on every rank)
-  std::string save_checkpoint(const checkpoint_directory& dir) { return state().save(dir, global_step_); }
-  /// @brief Restores a state saved by save_checkpoint() from the same config (and number of
-  /// ranks); resuming then continues bit-identically to the uninterrupted run on the same backend.
-  /// In a data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
-  /// @throw checkpoint_error (nothing is changed) if the file is damaged or from another config/shape
-  void load_checkpoint(const std::string& path) { state().load(path); }
   /// @brief A checksum (detail::fnv1a over the bytes) of every parameter: actor, critics, targets
   /// and log(alpha). Data-parallel ranks compare theirs every config().parameter_check_every iterations.
   std::uint64_t parameter_checksum() const {
@@ -552,59 +420,71 @@ class sac {
   }
 
  private:
-  template <class C, class Trainer>
-  friend void detail::bind_actor_critic_shared(C& c, Trainer& t);
-  template <class C, class Trainer>
-  friend void detail::bind_actor_critic_local(C& c, Trainer& t);
+  using base::actor_;
+  using base::actor_grads_;
+  using base::actor_opt_;
+  using base::actor_updated_;
+  using base::actor_ws_;
+  using base::backend_;
+  using base::batch_;
+  using base::batch_draw_;
+  using base::comm_;
+  using base::config_;
+  using base::critic_grads_;
+  using base::critic_in_;
+  using base::env_;
+  using base::env_actions_;
+  using base::gradient_steps_;
+  using base::grad_q1_;
+  using base::grad_q2_;
+  using base::lb_;
+  using base::noise_draw_;
+  using base::q1_;
+  using base::q1_opt_;
+  using base::q1_target_;
+  using base::q1_ws_;
+  using base::q2_;
+  using base::q2_opt_;
+  using base::q2_target_;
+  using base::q2_ws_;
+  using base::q_inputs;
+  using base::replay_;
+  using base::stats_;
+  using base::target_ws2_;
+  using base::target_ws_;
+  using base::targets_;
+
+  /// The actions of an iteration after the warm-up: draws a ~ pi(.|s_t), env shard by env shard.
+  void policy_actions(std::uint64_t draw) {
+    const std::size_t n = config_.num_envs;
+    const std::size_t per = n / config_.env_shards, o = std::size_t(observation_size), d = std::size_t(action_size);
+    for (std::size_t s = 0; s < config_.env_shards; ++s)  // a rank's rows in one call, as a rank's are
+      sample_policy(env_.observations().cview().subview(s * per * o, per * o), per,
+                    detail::derive_key(config_.seed, detail::ac_key_actions), draw,
+                    this->actions_.view().subview(s * per * d, per * d), this->first_env() + s * per);
+  }
+  /// SAC's own statistics: the last actor step's entropy, the temperature.
+  void finish_statistics(sac_iteration_stats& stats, const detail::actor_critic_device_stats& d) {
+    if (actor_updated_) stats.entropy = d.actor.entropy;
+    stats.alpha = alpha();
+  }
+  /// The shared state, then the temperature and its optimiser.
   template <class C>
   void bind_shared(C& c) {
-    detail::bind_actor_critic_shared(c, *this);
+    this->bind_common(c);
     c.bind("log_alpha", serial_backend{}, log_alpha_.view());
     alpha_opt_.bind_checkpoint(c, "alpha_adam/");
   }
-  /// The checkpoint's two halves (detail::trainer_state).
-  auto state() {
-    return detail::trainer_state(
-        *comm_, [this](checkpoint& c) { bind_shared(c); }, [this](checkpoint& c) { detail::bind_actor_critic_local(c, *this); }, "rlkernels::sac");
-  }
-  static constexpr int q_inputs = observation_size + action_size;
-
   static sac_config checked(sac_config c) {
     c.validate();
     return c;
   }
-  adam_params adam_with(double lr) const {
+  /// The temperature's Adam: alpha_lr, the config's epsilon, no weight decay.
+  adam_params temperature_adam() const {
     adam_params p;
-    p.learning_rate = lr;
+    p.learning_rate = config_.alpha_lr;
     p.epsilon = config_.adam_epsilon;
     return p;
-  }
-  std::vector<int> sizes(int in, int out) const {
-    std::vector<int> s{in};
-    s.insert(s.end(), config_.hidden_sizes.begin(), config_.hidden_sizes.end());
-    s.push_back(out);
-    return s;
-  }
-  std::size_t rows() const noexcept { return std::max(config_.num_envs, part_rows()); }
-  /// Rows of one part of a batch: batch_size / (env_shards * gradient_accumulation_steps).
-  std::size_t part_rows() const noexcept { return config_.batch_size / config_.gradient_parts(); }
-  /// This rank's first env in the whole population (0 in one process).
-  std::uint64_t first_env() const noexcept { return std::uint64_t(comm_->rank()) * config_.num_envs; }
-  /// This process's shards' batch sampling keys (detail::shard_seeds).
-  std::vector<std::uint64_t> shard_seeds() const {
-    return detail::shard_seeds(detail::derive_key(config_.seed, detail::ac_key_batches), config_.env_shards, *comm_);
-  }
-  template <class Fn>
-  void for_each_part(Fn&& fn) const {
-    detail::for_each_batch_part(config_, config_.batch_size, *comm_, fn);
-  }
-  void check_one_part(const char* who) const { detail::check_one_part(config_, *comm_, who); }
-  /// The ranks check that they run the same config, then take rank 0's parameters.
-  void join_ranks() {
-    detail::join_ranks(*comm_, config_.hyperparameters(), config_.env_shards, "rlkernels::sac");
-    broadcast(*comm_, backend_, actor_.parameters(), 0, "actor parameters");
-    broadcast(*comm_, backend_, q1_.parameters(), 0, "critic 1 parameters");
-    broadcast(*comm_, backend_, q2_.parameters(), 0, "critic 2 parameters");
   }
 
   gaussian_view<T> dist(std::size_t b) const {
@@ -626,43 +506,12 @@ class sac {
     tanh_gaussian_sample(lb_, dist(b), action_bounds<T>{}, seed, draw, out.subview(0, bd), eps_.view().subview(0, bd),
                          first_row);
   }
-  void critic_input(view<const T> observations, view<const T> actions, std::size_t b) {
-    for_each_index(lb_, b * std::size_t(q_inputs),
-                   detail::concat_kernel<T>{observations.data(), actions.data(), critic_in_.data(),
-                                            std::size_t(observation_size), std::size_t(action_size)});
-  }
 
-  void check_batch(const batch_type& batch, const char* who) const {
-    RLK_EXPECTS(batch.size() == config_.batch_size, std::invalid_argument, who, ": the batch has ", batch.size(),
-                " transitions, the config's batch_size is ", config_.batch_size);
-  }
-
-  void auto_checkpoint() {
-    state().save_automatic(config_.checkpoint_dir, "sac", config_.checkpoint_keep, global_step_);
-  }
-
-  Backend backend_;
-  Backend lb_;
-  sac_config config_;
-  typename Env::Params env_params_;
-  communicator* comm_;
-  env_type env_;
-  replay_buffer<T, T, Backend> replay_;
-  batch_type batch_;
-  mlp<T, Backend> actor_, q1_, q2_, q1_target_, q2_target_;
-  adam<T, Backend> actor_opt_, q1_opt_, q2_opt_;
   buffer<T, serial_backend> log_alpha_, log_alpha_grad_;
   adam<T, serial_backend> alpha_opt_;
-  mlp_workspace<T, Backend> actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
-  detail::gradient_parts<T, Backend> critic_grads_, actor_grads_;  // a batch's parts summed (more than one part)
-  buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
-  bool actor_updated_ = false;  // an actor step ran in this iteration
-  buffer<T, Backend> obs_before_, actions_, env_actions_, mean_, log_std_, eps_, pi_actions_, log_probs_, critic_in_,
-      targets_, grad_q1_, grad_q2_, grad_log_probs_, grad_in1_, grad_in2_, grad_actions_, grad_mean_,
-      grad_log_std_, grad_head_;
+  buffer<T, Backend> mean_, log_std_, eps_, pi_actions_, log_probs_, grad_log_probs_, grad_in1_, grad_in2_,
+      grad_actions_, grad_mean_, grad_log_std_, grad_head_;
   double target_entropy_ = 0;
-  std::uint64_t global_step_ = 0, iteration_ = 0, critic_updates_ = 0, action_draw_ = 0, batch_draw_ = 0,
-                noise_draw_ = 0;
 };
 
 /// @brief SAC hyperparameters tuned for the env `id` (a Gymnasium id); CleanRL's defaults
