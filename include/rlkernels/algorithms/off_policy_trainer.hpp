@@ -267,19 +267,39 @@ class off_policy_trainer : public trainer_core<Derived, Config, Backend> {
   /// every gradient step has passed).
   bool actor_learning() const noexcept { return global_step_ > config_.actor_learning_starts; }
 
-  Backend lb_;  // detail::light_backend(backend_): small element-wise passes
-  typename Env::Params env_params_;
-  env_type env_;
-  replay_buffer<T, T, Backend> replay_;
-  batch_type batch_;
-  mlp<T, Backend> actor_, q1_, q2_, q1_target_, q2_target_;
-  adam<T, Backend> actor_opt_, q1_opt_, q2_opt_;
-  mlp_workspace<T, Backend> actor_ws_, q1_ws_, q2_ws_, target_ws_, target_ws2_;
-  detail::gradient_parts<T, Backend> critic_grads_, actor_grads_;  // a batch's parts summed (more than one part)
-  buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};  // [1] the iteration's statistics, read once at its end
-  bool actor_updated_ = false;  // an actor step ran in this iteration
-  buffer<T, Backend> obs_before_, actions_, env_actions_, critic_in_, targets_, grad_q1_, grad_q2_;
-  std::uint64_t action_draw_ = 0, batch_draw_ = 0, noise_draw_ = 0;
+  Backend lb_;                          ///< detail::light_backend(backend_): small element-wise passes
+  typename Env::Params env_params_;     ///< the envs' parameters (also of evaluate()'s envs)
+  env_type env_;                        ///< the training envs
+  replay_buffer<T, T, Backend> replay_;  ///< the transitions (actions in [-1, 1])
+  batch_type batch_;                    ///< the batch of the current gradient step
+  mlp<T, Backend> actor_;               ///< the policy network
+  mlp<T, Backend> q1_;                  ///< the first critic
+  mlp<T, Backend> q2_;                  ///< the second critic
+  mlp<T, Backend> q1_target_;           ///< Q1's target
+  mlp<T, Backend> q2_target_;           ///< Q2's target
+  adam<T, Backend> actor_opt_;          ///< the actor's Adam
+  adam<T, Backend> q1_opt_;             ///< Q1's Adam
+  adam<T, Backend> q2_opt_;             ///< Q2's Adam
+  mlp_workspace<T, Backend> actor_ws_;   ///< the actor's activations (rows() rows)
+  mlp_workspace<T, Backend> q1_ws_;      ///< Q1's activations (one part of a batch)
+  mlp_workspace<T, Backend> q2_ws_;      ///< Q2's activations
+  mlp_workspace<T, Backend> target_ws_;  ///< Q1 target's activations
+  mlp_workspace<T, Backend> target_ws2_;  ///< Q2 target's activations
+  detail::gradient_parts<T, Backend> critic_grads_;  ///< a batch's parts of the critics' gradients summed
+  detail::gradient_parts<T, Backend> actor_grads_;   ///< a batch's parts of the actor's gradient summed
+  /// [1] the iteration's statistics, read once at its end.
+  buffer<detail::actor_critic_device_stats, Backend> stats_{backend_, 1};
+  bool actor_updated_ = false;       ///< an actor step ran in this iteration
+  buffer<T, Backend> obs_before_;    ///< [N, O] s_t, kept across the env step
+  buffer<T, Backend> actions_;       ///< [N, D] the iteration's actions in [-1, 1]
+  buffer<T, Backend> env_actions_;   ///< [rows(), D] actions in the env's units
+  buffer<T, Backend> critic_in_;     ///< [part rows, O + D] a critic's input
+  buffer<T, Backend> targets_;       ///< [part rows] the critics' targets
+  buffer<T, Backend> grad_q1_;       ///< [part rows] d loss / d Q1
+  buffer<T, Backend> grad_q2_;       ///< [part rows] d loss / d Q2
+  std::uint64_t action_draw_ = 0;    ///< counter of the iterations' action draws
+  std::uint64_t batch_draw_ = 0;     ///< counter of the batches sampled
+  std::uint64_t noise_draw_ = 0;     ///< counter of the losses' noise draws
 
  private:
   Derived& derived() noexcept { return static_cast<Derived&>(*this); }

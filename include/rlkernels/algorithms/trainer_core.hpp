@@ -182,10 +182,12 @@ class trainer_core {
   /// "rlkernels::NAME".
   const char* who() const noexcept { return who_.c_str(); }
 
-  Backend backend_;
-  Config config_;
-  communicator* comm_;
-  std::uint64_t global_step_ = 0, iteration_ = 0, gradient_steps_ = 0;
+  Backend backend_;                   ///< where the trainer runs
+  Config config_;                     ///< the validated hyperparameters
+  communicator* comm_;                ///< the job's ranks
+  std::uint64_t global_step_ = 0;     ///< env steps so far (all envs of all ranks)
+  std::uint64_t iteration_ = 0;       ///< iterations done
+  std::uint64_t gradient_steps_ = 0;  ///< optimiser steps done (see gradient_steps())
 
  private:
   Derived& derived() noexcept { return static_cast<Derived&>(*this); }
