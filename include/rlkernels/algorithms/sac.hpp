@@ -3,8 +3,9 @@
 // Gaussian policy and an automatically tuned temperature, as CleanRL's sac_continuous_action.py
 // and Stable-Baselines3's SAC compute it, composed of public rlkernels pieces: vec_env,
 // replay_buffer, the SAC losses and tanh-Gaussian distribution functions, MLPs, Adam and
-// polyak_update. Read `iterate()` and `update()` top to bottom to see one step and one gradient
-// step; they are the loop you would write yourself.
+// polyak_update. Read `iterate()` (off_policy_trainer.hpp, shared with TD3), `policy_actions()`
+// and `update()` top to bottom to see one step and one gradient step; they are the loop you would
+// write yourself.
 #pragma once
 
 #include "../buffers/replay_buffer.hpp"

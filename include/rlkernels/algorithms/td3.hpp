@@ -2,8 +2,8 @@
 // Twin Delayed DDPG (Fujimoto et al. 2018): a deterministic tanh actor, twin critics, target
 // policy smoothing and delayed actor/target updates, as CleanRL's td3_continuous_action.py
 // computes it, composed of public rlkernels pieces: vec_env, replay_buffer, the TD3 losses, MLPs,
-// Adam and polyak_update. Read `iterate()` and `update()` top to bottom to see one step and one
-// gradient step.
+// Adam and polyak_update. Read `iterate()` (off_policy_trainer.hpp, shared with SAC),
+// `policy_actions()` and `update()` top to bottom to see one step and one gradient step.
 #pragma once
 
 #include "../buffers/replay_buffer.hpp"
