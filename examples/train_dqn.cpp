@@ -71,6 +71,8 @@ std::vector<rlk_example::option<config>> hyperparameters() {
       field("--per-alpha", &config::per_alpha),
       field("--per-beta0", &config::per_beta0),
       field("--per-eps", &config::per_epsilon),
+      field("--keep-best-every", &config::keep_best_every),
+      field("--keep-best-episodes", &config::keep_best_episodes),
   };
   return rlk_example::with_network_options(std::move(options), "64,64", "batch");
 }
@@ -91,10 +93,14 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
   const dqn_config& c = cl.config;
   const std::string id(entry.info.id);
   const std::string n_step = c.n_step > 1 ? ", " + std::to_string(c.n_step) + "-step" : "";
+  const std::string keep_best = c.keep_best_every ? "; ends with the best of greedy evaluations (" +
+                                                       std::to_string(c.keep_best_episodes) + " episodes) every " +
+                                                       std::to_string(c.keep_best_every) + " steps"
+                                                 : "";
   rlk_example::print_replay_data_parallel(comm, c.num_envs, c.batch_size);
   if (comm.rank() == 0) std::printf("DQN on %s (%s backend), seed %llu: %zu envs, buffer %zu, lr %g, batch %zu, learning starts %llu, "
               "train every %llu steps x %zu gradient steps, target %s every %llu steps, epsilon %g -> %g over %g, "
-              "gamma %g, %s loss%s%s%s, hidden %s, %llu steps\n",
+              "gamma %g, %s loss%s%s%s, hidden %s, %llu steps%s\n",
               id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.buffer_size,
               c.learning_rate, c.batch_size, (unsigned long long)c.learning_starts,
               (unsigned long long)c.train_frequency, c.gradient_steps, c.tau == 1.0 ? "copy" : "polyak",
@@ -102,7 +108,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
               c.loss == td_loss_kind::mse ? "mse" : "huber", c.double_q ? ", double Q" : "",
               n_step.c_str(),
               c.prioritized ? ", prioritized replay" : "", rlk_example::int_list_string(c.hidden_sizes).c_str(),
-              (unsigned long long)c.total_timesteps);
+              (unsigned long long)c.total_timesteps, keep_best.c_str());
   std::fflush(stdout);
 
   dqn<Env, Backend> agent(backend, c, entry.params, comm);

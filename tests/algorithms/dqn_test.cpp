@@ -476,8 +476,9 @@ TEST_CASE("dqn: learns CartPole-v1 (a 10k-step smoke check; [learning] checks 47
 // ---- learning: docs/training.md's claim on several seeds ----
 // Tagged [.][learning]: hidden from a plain run of the binary and so from its ordinary CTest
 // registration; the CTest test dqn_test_learning (labels host;learning) runs
-// `dqn_test_openmp "[learning]"`. The preset's full run (50k steps) on seeds 1-3: the greedy
-// policy scores >= 475 on 100 fresh episodes.
+// `dqn_test_openmp "[learning]"`. The preset's full run (50k steps, ending with the best greedy
+// network of its keep_best_every evaluations) on seeds 1-3: the greedy policy scores >= 475 on
+// 100 fresh episodes.
 TEST_CASE("dqn learns CartPole-v1 to 475 with the preset on seeds 1-3", "[.][learning]") {
   for (std::uint64_t seed : {1, 2, 3}) {
     dqn_config c = dqn_preset("CartPole-v1");
@@ -571,6 +572,60 @@ TEST_CASE("dqn: a resumed run continues bit-identically") {
   }
 }
 
+TEST_CASE("dqn: keep_best_every evaluates the greedy policy, leaves training as it was and ends with the best") {
+  dqn_config off = small_config();
+  off.total_timesteps = 600;  // 300 iterations of 2 envs
+  off.learning_rate = 3e-2;
+  off.seed = 3;
+  dqn_config on = off;
+  on.keep_best_every = 100;  // after the iterations reaching steps 100, 200, ..., 600 (the last at done)
+  on.keep_best_episodes = 4;
+  // The hyperparameters text of a config without the option is what it was; with it, two lines more.
+  CHECK(off.hyperparameters().find("keep_best") == std::string::npos);
+  CHECK(dqn_config{}.hyperparameters().find("keep_best") == std::string::npos);
+  const std::string h = on.hyperparameters();
+  CHECK(h.find("seed=3\nkeep_best_every=100\nkeep_best_episodes=4\n") != std::string::npos);
+
+  dqn<cartpole<float>, backend_t> a(rlk_test::backend(), on), b(rlk_test::backend(), off);
+  const std::uint64_t eval_seed = detail::derive_key(on.seed, detail::dqn_key_keep_best);
+  double best = -1;
+  std::uint64_t best_step = 0, evaluations = 0;
+  std::vector<float> best_params;
+  while (!b.done()) {
+    a.iterate();
+    b.iterate();
+    if (b.global_step() % 100 == 0) {  // b replays the evaluations a makes
+      const double score = b.evaluate(4, eval_seed).mean;
+      ++evaluations;
+      if (score > best) {
+        best = score;
+        best_step = b.global_step();
+        best_params = b.q_network().parameters_to_host();
+      }
+    }
+    if (!b.done()) REQUIRE(a.q_network().parameters_to_host() == b.q_network().parameters_to_host());
+  }
+  CHECK(evaluations == 6);
+  INFO("best greedy mean " << best << " at step " << best_step);
+  REQUIRE(best_step < 600);  // this seed's best is not the final network, so the restore is exercised
+  CHECK(a.q_network().parameters_to_host() == best_params);
+  CHECK(a.target_network().parameters_to_host() == best_params);
+  CHECK(b.q_network().parameters_to_host() != best_params);
+  CHECK(a.evaluate(4, eval_seed).mean == best);
+
+  // A resumed run keeps the best found before its checkpoint.
+  const std::string path = temp_path("resume_keep_best.rlkc");
+  dqn<cartpole<float>, backend_t> c1(rlk_test::backend(), on);
+  for (int i = 0; i < 120; ++i) c1.iterate();
+  c1.save_checkpoint(path);
+  dqn<cartpole<float>, backend_t> c2(rlk_test::backend(), on);
+  c2.load_checkpoint(path);
+  CHECK(train_and_collect(c2) == train_and_collect(a));
+  // A checkpoint of the run without the option is refused, naming it.
+  dqn<cartpole<float>, backend_t> d(rlk_test::backend(), off);
+  CHECK_THROWS_WITH(d.load_checkpoint(path), Catch::Contains("keep_best"));
+}
+
 TEST_CASE("dqn: bad configurations are rejected with the field named") {
   auto rejects = [](auto mutate, const char* text) {
     dqn_config c = small_config();
@@ -596,6 +651,12 @@ TEST_CASE("dqn: bad configurations are rejected with the field named") {
   rejects([](dqn_config& c) { c.per_alpha = -1; }, "per_alpha must be finite and >= 0");
   rejects([](dqn_config& c) { c.per_beta0 = 1.5; }, "per_beta0 must be in [0, 1]");
   rejects([](dqn_config& c) { c.per_epsilon = 0; }, "per_epsilon must be finite and > 0");
+  rejects(
+      [](dqn_config& c) {
+        c.keep_best_every = 10;
+        c.keep_best_episodes = 0;
+      },
+      "keep_best_episodes must be >= 1");
   rejects([](dqn_config& c) { c.hidden_sizes = {}; }, "hidden_sizes is empty");
   rejects([](dqn_config& c) { c.hidden_sizes = {8, 0}; }, "hidden size 0 must be >= 1");
   rejects([](dqn_config& c) { c.checkpoint_every = 10; }, "checkpoint_dir is empty");

@@ -63,6 +63,12 @@ struct dqn_config : data_parallel_settings {
   double per_alpha = 0.6;         ///< priority exponent
   double per_beta0 = 0.4;         ///< importance-sampling exponent at step 0, annealed linearly to 1 at total_timesteps
   double per_epsilon = 1e-6;      ///< added to |TD error| in priorities
+  // ---- keeping the best greedy policy (like SB3's EvalCallback best model) ----
+  /// Env steps between greedy evaluations on keep_best_episodes fresh envs (the same seed, derived
+  /// from `seed`, every time; one more at the end); the run ends with the Q-network of the best
+  /// mean (the first on ties) and its copy as the target network. 0: off (the final network).
+  std::uint64_t keep_best_every = 0;
+  std::size_t keep_best_episodes = 10;  ///< episodes of each of those evaluations (>= 1)
   // ---- network ----
   std::vector<int> hidden_sizes = {120, 84};         ///< widths of the Q-network's hidden layers
   activation hidden_activation = activation::relu;  ///< after each hidden layer
@@ -116,10 +122,12 @@ struct dqn_config : data_parallel_settings {
     return per_beta0 + (1.0 - per_beta0) * f;
   }
 
-  /// @brief "key=value\n" for every field except the checkpoint_* ones: the constant a checkpoint
-  /// must match to be loaded.
+  /// @brief "key=value\n" for every field except the checkpoint_* ones (the keep_best_* ones only
+  /// when keep_best_every is on, so that earlier configs' text is unchanged): the constant a
+  /// checkpoint must match to be loaded.
   std::string hyperparameters() const {
-    return detail::hyperparameter_lines{}
+    detail::hyperparameter_lines lines;
+    lines
         .add("algorithm", "dqn")
         .add("num_envs", num_envs)
         .add("total_timesteps", total_timesteps)
@@ -147,8 +155,9 @@ struct dqn_config : data_parallel_settings {
         .add("per_epsilon", per_epsilon)
         .add("hidden_sizes", hidden_sizes)
         .add("hidden_activation", activation_name(hidden_activation))
-        .add("seed", seed)
-        .str() + parallel_lines();
+        .add("seed", seed);
+    if (keep_best_every) lines.add("keep_best_every", keep_best_every).add("keep_best_episodes", keep_best_episodes);
+    return lines.str() + parallel_lines();
   }
 
   /// @brief Throws std::invalid_argument naming the first bad field.
@@ -183,6 +192,8 @@ struct dqn_config : data_parallel_settings {
     RLK_EXPECTS(unit(per_beta0), std::invalid_argument, who, ": per_beta0 must be in [0, 1], got ", per_beta0);
     RLK_EXPECTS(std::isfinite(per_epsilon) && per_epsilon > 0, std::invalid_argument, who,
                 ": per_epsilon must be finite and > 0, got ", per_epsilon);
+    RLK_EXPECTS(keep_best_every == 0 || keep_best_episodes >= 1, std::invalid_argument, who,
+                ": keep_best_episodes must be >= 1 when keep_best_every is on");
     RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
     for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");
     validate_parallel(num_envs, batch_size, "batch", who);

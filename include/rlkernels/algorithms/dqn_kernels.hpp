@@ -82,7 +82,13 @@ struct dqn_start_kernel {
 };
 
 /// Purposes of derive_key in DQN.
-enum dqn_key : std::uint64_t { dqn_key_weights = 1, dqn_key_exploration = 2, dqn_key_replay = 3, dqn_key_evaluation = 4 };
+enum dqn_key : std::uint64_t {
+  dqn_key_weights = 1,
+  dqn_key_exploration = 2,
+  dqn_key_replay = 3,
+  dqn_key_evaluation = 4,
+  dqn_key_keep_best = 5
+};
 
 }  // namespace detail
 

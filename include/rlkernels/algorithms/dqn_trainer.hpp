@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -115,7 +116,8 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
         batch_(backend, config_.batch_size, observation_size, action_width),
         observations_(backend, config_.num_envs * std::size_t(observation_size)), actions_(backend, config_.num_envs),
         targets_(backend, config_.batch_size), td_errors_(backend, config_.batch_size),
-        grad_q_(backend, part_rows() * std::size_t(num_actions)), device_stats_(backend, 1) {
+        grad_q_(backend, part_rows() * std::size_t(num_actions)), device_stats_(backend, 1),
+        best_(backend, config_.keep_best_every > 0 ? q_.num_parameters() : 0) {
     if (config_.prioritized) {
       prioritized_replay_params p;
       p.alpha = config_.per_alpha;
@@ -173,10 +175,12 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
 
   /// @brief One DQN iteration: one epsilon-greedy step of every env, its N transitions into the
   /// replay buffer, then the gradient steps and target updates that became due (see dqn_config's
-  /// counting); saves an automatic checkpoint when config().checkpoint_every says so.
+  /// counting); with config().keep_best_every, the greedy evaluation that became due (and, in the
+  /// last iteration, the best network restored); saves an automatic checkpoint when
+  /// config().checkpoint_every says so.
   /// Host round trips: one read at the end of the iteration (its statistics, the env step's
   /// deferred action check and the divergence check together), whatever the numbers of envs and
-  /// gradient steps.
+  /// gradient steps (plus an evaluation's, in an iteration that makes one for keep_best_every).
   /// @throw std::logic_error if training is already done(); rlkernels::error at the end of the
   ///        iteration if a TD loss became NaN or infinite (diverged training; the message names
   ///        the first such gradient step, and the parameters are not usable); invalid_action if an
@@ -242,6 +246,7 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
       if (config_.max_grad_norm > 0) stats.grad_norm = d.grad_norm;
     }
     stats.global_step = global_step_;
+    if (config_.keep_best_every > 0) keep_best(t);
     this->end_iteration();
     return stats;
   }
@@ -313,6 +318,28 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
     c.bind_value("global_step", global_step_);
     c.bind_value("iteration", iteration_);
     c.bind_value("gradient_step", gradient_steps_);
+    if (config_.keep_best_every > 0) {
+      c.bind("best/parameters", backend_, best_.view());
+      c.bind_value("best/score", best_score_);
+    }
+  }
+  /// keep_best_every: after the iteration that started at global step t, a greedy evaluation
+  /// (keep_best_episodes fresh envs, the same seed every time) when a multiple of keep_best_every
+  /// was passed or training is done; a strictly better mean keeps the parameters. When done, the
+  /// Q-network and the target end as the best kept.
+  void keep_best(std::uint64_t t) {
+    const std::uint64_t k = config_.keep_best_every;
+    if (t / k == global_step_ / k && !this->done()) return;
+    const double score =
+        evaluate(config_.keep_best_episodes, detail::derive_key(config_.seed, detail::dqn_key_keep_best)).mean;
+    if (score > best_score_) {
+      best_score_ = score;
+      copy(backend_, view<const T>(q_.parameters()), best_.view());
+    }
+    if (this->done()) {
+      copy(backend_, best_.cview(), q_.parameters());
+      target_.copy_parameters_from(q_);
+    }
   }
   /// What is this rank's own: its envs and replay buffer.
   template <class C>
@@ -473,6 +500,8 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
   buffer<T, Backend> targets_, td_errors_;   // [B]
   buffer<T, Backend> grad_q_;                // [B, A] d loss / d Q
   buffer<detail::dqn_device_stats, Backend> device_stats_;  // [1] read once per iteration
+  buffer<T, Backend> best_;  // keep_best_every: the best evaluated Q-network parameters
+  double best_score_ = -std::numeric_limits<double>::infinity();
 };
 
 }  // namespace rlkernels
