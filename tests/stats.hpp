@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 namespace rlk_test {
@@ -57,6 +58,20 @@ inline two_sample_result welch_means(const std::vector<double>& a, const std::ve
   if (se == 0) return {0.0, ma == mb ? 1.0 : 0.0};
   const double z = (ma - mb) / se;
   return {z, std::erfc(std::fabs(z) / std::sqrt(2.0))};
+}
+
+/// @brief How many episodes of ours give a two-sample comparison against `reference` episodes the
+/// effective sample size `effective`.
+///
+/// Both tests above see a difference through the effective size n_a n_b / (n_a + n_b): the KS
+/// statistic's null distribution scales with its square root, and Welch's standard error is
+/// sigma * sqrt(1/n_a + 1/n_b). The reference episodes (a CSV the reference package wrote once)
+/// cost nothing at test time and ours cost the test's time, so a large reference sample buys the
+/// same power with fewer episodes of ours: 1/n_ours = 1/effective - 1/reference.
+inline std::size_t episodes_for_effective_size(double effective, std::size_t reference) {
+  const double inv = 1.0 / effective - 1.0 / double(reference);
+  if (!(inv > 0)) return 0;  // the reference alone is not large enough: the caller must fail
+  return std::size_t(std::ceil(1.0 / inv - 1e-9));
 }
 
 }  // namespace rlk_test

@@ -22,8 +22,8 @@ assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gy
 # C++ test a minute at most: random Hopper, Walker2d and Humanoid episodes end after a few dozen
 # steps, Ant's after ~160 on average (most by jumping above the healthy z range), HalfCheetah's and
 # HumanoidStandup's all run 1000 steps.
-EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 200,
-            "Ant-v5": 1000, "Humanoid-v5": 2000, "HumanoidStandup-v5": 100}
+EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 800,
+            "Ant-v5": 4000, "Humanoid-v5": 2000, "HumanoidStandup-v5": 400}
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mujoco_random_policy_stats.csv")
 with open(out, "w") as f:
     f.write("env,episode,length,return,terminated\n")

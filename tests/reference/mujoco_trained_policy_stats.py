@@ -36,7 +36,7 @@ assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {
 assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EPISODES = {"Walker2d-v5": 500, "Hopper-v5": 500, "Ant-v5": 500}
+EPISODES = {"Walker2d-v5": 2000, "Hopper-v5": 2000, "Ant-v5": 2000}
 POLICIES = {"Walker2d-v5": "mujoco_walker2d_v5_policy.txt", "Hopper-v5": "mujoco_hopper_v5_policy.txt",
             "Ant-v5": "mujoco_ant_v5_policy.txt"}
 
