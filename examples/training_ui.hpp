@@ -69,8 +69,8 @@ struct classic_control<rlkernels::pendulum<S>> : std::true_type {};
 template <class S>
 struct classic_control<rlkernels::acrobot<S>> : std::true_type {};
 
-/// The MuJoCo locomotion envs (Ant-v5, HalfCheetah-v5, Hopper-v5, Humanoid-v5, HumanoidStandup-v5,
-/// Walker2d-v5).
+/// The MuJoCo envs (Ant-v5, HalfCheetah-v5, Hopper-v5, Humanoid-v5, HumanoidStandup-v5,
+/// Walker2d-v5, InvertedPendulum-v5, InvertedDoublePendulum-v5).
 template <class Env>
 struct mujoco_locomotion : std::false_type {};
 template <class S, bool E, bool A, bool B, bool C, bool D>
@@ -85,6 +85,10 @@ template <class S, bool E>
 struct mujoco_locomotion<rlkernels::hopper<S, E>> : std::true_type {};
 template <class S, bool E>
 struct mujoco_locomotion<rlkernels::walker2d<S, E>> : std::true_type {};
+template <class S>
+struct mujoco_locomotion<rlkernels::inverted_pendulum<S>> : std::true_type {};
+template <class S>
+struct mujoco_locomotion<rlkernels::inverted_double_pendulum<S>> : std::true_type {};
 
 /// What PPO trains: the classic-control and the MuJoCo locomotion envs.
 template <class Env>

@@ -13,7 +13,7 @@ which MuJoCo's mj_collision visits them.
 The engine supports a subset of MJCF; anything outside it is refused with an error naming the
 element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
 collide only with planes; fixed tendons
-(length and Jacobian); motors on hinge and slide joints; no spatial tendons, equality constraints,
+(length and Jacobian); sites (their world frames); motors on hinge and slide joints; no spatial tendons, equality constraints,
 sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone; the Newton or PGS solver;
 Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
@@ -366,6 +366,12 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers("tendon_num", m.tendon_num)
         integers("wrap_objid", m.wrap_objid)
         scalars("wrap_prm", m.wrap_prm)
+    if m.nsite:
+        out("  // sites (their world frames: data::site_xpos, data::site_xmat)")
+        integers("site_bodyid", m.site_bodyid)
+        integers("site_sameframe", m.site_sameframe)
+        scalars("site_pos", m.site_pos)
+        scalars("site_quat", m.site_quat)
     out("  // actuators")
     integers("actuator_trnid", [m.actuator_trnid[a][0] for a in range(m.nu)])
     integers("actuator_ctrllimited", m.actuator_ctrllimited)
@@ -383,6 +389,8 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                     ("npair", len(pairs), "candidate collision pairs"), ("ncon", ncon, ncon_doc),
                     ("nefc", nefc, nefc_doc), ("ntendon", m.ntendon, "fixed tendons"),
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
+    if m.nsite:  # written only when there are sites (a Dims without nsite has none)
+        dims_members.append(("nsite", m.nsite, "sites"))
     if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
         dims_members.append(("solver", 0, "the PGS solver (mjtSolver): the workspace makes room for its matrix"))
     dims_decls = [f"static constexpr int {member} = {value};" for member, value, _ in dims_members]
@@ -427,6 +435,9 @@ constexpr physics::model<Scalar, {name}_dims> {name}() {{
 }  // namespace models
 }  // namespace rlkernels
 """
+    site_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_SITE, i) for i in range(m.nsite))
+    if site_names:
+        header = header.replace("// Actuators (ctrl order)", f"// Sites: {site_names}\n// Actuators (ctrl order)", 1)
     return header + "\n".join(lines) + "\n" + footer
 
 

@@ -11,6 +11,8 @@
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
+#include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
+#include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -126,6 +128,25 @@ struct humanoid_standup_spec {
   static constexpr double random_stats_effective_size = 50;
 };
 
+struct inverted_pendulum_spec {
+  template <class S> using env = inverted_pendulum<S>;
+  static constexpr int code = 7;
+  static constexpr const char* stem = "inverted_pendulum_v5";
+  static constexpr const char* id = "InvertedPendulum-v5";
+  static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 1200;
+  static constexpr double random_stats_effective_size = 1000;
+};
+struct inverted_double_pendulum_spec {
+  template <class S> using env = inverted_double_pendulum<S>;
+  static constexpr int code = 8;
+  static constexpr const char* stem = "inverted_double_pendulum_v5";
+  static constexpr const char* id = "InvertedDoublePendulum-v5";
+  static constexpr bool terminates = true;
+  static constexpr int fuzz_steps = 1200;
+  static constexpr double random_stats_effective_size = 1000;
+};
+
 template <class Env, class = void>
 struct has_set_state : std::false_type {};
 template <class Env>
@@ -206,7 +227,8 @@ struct episode_kernel {
 // ---- one step from recorded states -------------------------------------------------------------
 
 TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
   const f64_table g(file_of(TestType::stem, "one_step"));
@@ -261,7 +283,8 @@ TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_st
 // ---- the first 100 steps of recorded episodes, through vec_env ---------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
@@ -320,7 +343,8 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the sa
 // ---- whole episodes: lengths and returns -------------------------------------------------------
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
-                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   using Env = typename TestType::template env<double>;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
   const std::size_t n = rlk_test::sanitized_length(episodes.rows);  // the first quarter under the sanitizers
@@ -372,7 +396,8 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99%
 
 #if defined(RLK_BACKEND_OPENMP)
 TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   auto run = [](auto scalar_tag) {
     using Env = typename TestType::template env<decltype(scalar_tag)>;
     const std::size_t n = 67;
@@ -400,7 +425,8 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
 #endif
 
 TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
-                   walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   using Ed = typename TestType::template env<double>;
   using Ef = typename TestType::template env<float>;
   constexpr int nobs = Ed::observation_size;
@@ -511,7 +537,8 @@ struct fuzz_actions {
 }  // namespace
 
 TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
-                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   auto run = [](auto scalar_tag) {
     using S = decltype(scalar_tag);
     using Env = typename TestType::template env<S>;
@@ -550,7 +577,8 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
 }
 
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps the state and is counted",
-                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec) {
+                   "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const std::size_t n = 6;
@@ -687,6 +715,107 @@ TEMPLATE_TEST_CASE("the MuJoCo envs' spaces, defaults, reset noise and reward te
   double full[Full::observation_size];
   Full::observe(typename Full::Params{}, s, full);
   CHECK(full[0] == s.qpos[0]);
+}
+
+TEST_CASE("the inverted pendulums' spaces, defaults, reset noise, observations and reward terms", "[mujoco][envs]") {
+  {
+    using Env = inverted_pendulum<double>;
+    static_assert(check_env<Env>() && check_env<inverted_pendulum<float>>());
+    const Env::Params p{};
+    CHECK(p.model.actuator_ctrlrange[0][0] == Env::action_low);
+    CHECK(p.model.actuator_ctrlrange[0][1] == Env::action_high);
+    CHECK(Env::action_high == 3.0);
+    CHECK(p.frame_skip == 2);
+    CHECK(p.model.timestep == 0.02);
+    CHECK(p.max_episode_steps == 1000);
+    // Reset: U(-0.01, 0.01) on qpos and on qvel (uniform, not normal: no value beyond the scale).
+    Env::State s{};
+    rng gen(3, 0);
+    double max_q = 0, max_v = 0;
+    for (int r = 0; r < 300; ++r) {
+      Env::reset(p, s, gen);
+      for (int i = 0; i < Env::nq; ++i) max_q = std::max(max_q, std::abs(s.qpos[i] - p.model.qpos0[i]));
+      for (int i = 0; i < Env::nv; ++i) max_v = std::max(max_v, std::abs(s.qvel[i]));
+    }
+    CHECK(max_q <= p.reset_noise_scale);
+    CHECK(max_v <= p.reset_noise_scale);
+    CHECK(max_q > 0.9 * p.reset_noise_scale);
+    CHECK(max_v > 0.9 * p.reset_noise_scale);
+    // Reward 1 while |angle| <= 0.2, 0 on the terminal step; the observation is qpos, qvel.
+    Env::reset(p, s, gen);
+    Env::step_info info;
+    const double push = 0.0;
+    step_result<double> r = Env::step_with_info(p, s, &push, info);
+    CHECK_FALSE(r.terminated);
+    CHECK(r.reward == 1.0);
+    CHECK(info.reward_survive == 1.0);
+    double obs[Env::observation_size];
+    Env::observe(p, s, obs);
+    CHECK(obs[0] == s.qpos[0]);
+    CHECK(obs[1] == s.qpos[1]);
+    CHECK(obs[2] == s.qvel[0]);
+    CHECK(obs[3] == s.qvel[1]);
+    s.qpos[1] = 0.25;  // beyond 0.2 after the step too (the pole keeps falling)
+    s.qvel[1] = 1.0;
+    r = Env::step_with_info(p, s, &push, info);
+    CHECK(r.terminated);
+    CHECK(r.reward == 0.0);
+  }
+  {
+    using Env = inverted_double_pendulum<double>;
+    static_assert(check_env<Env>() && check_env<inverted_double_pendulum<float>>());
+    const Env::Params p{};
+    CHECK(p.model.actuator_ctrlrange[0][0] == Env::action_low);
+    CHECK(p.model.actuator_ctrlrange[0][1] == Env::action_high);
+    CHECK(p.frame_skip == 5);
+    CHECK(p.model.timestep == 0.01);
+    CHECK(p.healthy_reward == 10.0);
+    CHECK(p.max_episode_steps == 1000);
+    // The site "tip" sits 0.6 above pole2's origin: upright, at x = 0 and height 1.2.
+    Env::State s{};
+    for (int i = 0; i < Env::nq; ++i) s.qpos[i] = 0;
+    physics::data<double, Env::dims> d{};
+    for (int i = 0; i < Env::nq; ++i) d.qpos[i] = s.qpos[i];
+    physics::kinematics(p.model, d);
+    CHECK(d.site_xpos[0][0] == Approx(0.0).margin(1e-15));
+    CHECK(d.site_xpos[0][2] == Approx(1.2).epsilon(1e-15));
+    // Reward terms: alive bonus, distance and velocity penalties from the tip and qvel[1:3].
+    rng gen(4, 0);
+    Env::reset(p, s, gen);
+    Env::step_info info;
+    const double push = 0.0;
+    step_result<double> r = Env::step_with_info(p, s, &push, info);
+    CHECK_FALSE(r.terminated);
+    CHECK(info.reward_survive == 10.0);
+    CHECK(info.velocity_penalty == -(1e-3 * (s.qvel[1] * s.qvel[1]) + 5e-3 * (s.qvel[2] * s.qvel[2])));
+    CHECK(info.distance_penalty <= -0.8 * 0.8);  // the tip is at height 1.2 at most: (y - 2)^2 >= 0.64
+    CHECK(info.distance_penalty > -1.01);        // not terminated: y > 1, and x stays near 0
+    CHECK(r.reward == (info.reward_survive + info.distance_penalty) + info.velocity_penalty);
+    // The observation: x, sin and cos of both angles, clipped velocities, the slider's clipped constraint force.
+    s.qpos[1] = 0.3;
+    s.qpos[2] = -0.2;
+    s.qvel[0] = 25;
+    s.qvel[2] = -12;
+    s.qfrc_constraint0 = -30;
+    double obs[Env::observation_size];
+    Env::observe(p, s, obs);
+    CHECK(obs[0] == s.qpos[0]);
+    CHECK(obs[1] == std::sin(0.3));
+    CHECK(obs[2] == std::sin(-0.2));
+    CHECK(obs[3] == std::cos(0.3));
+    CHECK(obs[4] == std::cos(-0.2));
+    CHECK(obs[5] == 10.0);
+    CHECK(obs[6] == s.qvel[1]);
+    CHECK(obs[7] == -10.0);
+    CHECK(obs[8] == -10.0);
+    // Fallen over: the tip below height 1 terminates with no alive bonus.
+    Env::reset(p, s, gen);
+    s.qpos[1] = 1.5;
+    r = Env::step_with_info(p, s, &push, info);
+    CHECK(r.terminated);
+    CHECK(info.reward_survive == 0.0);
+    CHECK(r.reward == (0.0 + info.distance_penalty) + info.velocity_penalty);
+  }
 }
 
 TEST_CASE("Hopper-v5's and Walker2d-v5's healthy checks", "[mujoco][envs]") {
@@ -871,7 +1000,8 @@ void check_random_policy_statistics(const char* id, const char* scalar_name, dou
 // variant; not under the sanitizers, where their ~3 * 10^6 env steps take many minutes).
 TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are distributed as Gymnasium's",
                    "[.][mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec,
-                   humanoid_spec, humanoid_standup_spec) {
+                   humanoid_spec, humanoid_standup_spec,
+                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
   check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double",
                                                                           TestType::random_stats_effective_size);
   check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float",

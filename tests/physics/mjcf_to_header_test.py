@@ -24,7 +24,9 @@ def run(xml_path, name, output=None, *flags):
 
 # 1. The committed headers are reproducible (with the capacity flags their first line names).
 for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("half_cheetah", "half_cheetah.xml"),
-                  ("ant", "ant.xml"), ("humanoid", "humanoid.xml"), ("humanoid_standup", "humanoidstandup.xml")):
+                  ("ant", "ant.xml"), ("humanoid", "humanoid.xml"), ("humanoid_standup", "humanoidstandup.xml"),
+                  ("inverted_pendulum", "inverted_pendulum.xml"),
+                  ("inverted_double_pendulum", "inverted_double_pendulum.xml")):
     committed = open(os.path.join(root, "include", "rlkernels", "envs", "mujoco", "models", name + ".hpp")).read()
     first = committed.splitlines()[0]
     flags = first[first.index(xml) + len(xml):first.index(" with MuJoCo")].split()

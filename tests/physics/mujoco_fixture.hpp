@@ -10,6 +10,8 @@
 #include <rlkernels/envs/mujoco/models/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/models/hopper.hpp>
 #include <rlkernels/envs/mujoco/models/humanoid.hpp>
+#include <rlkernels/envs/mujoco/models/inverted_double_pendulum.hpp>
+#include <rlkernels/envs/mujoco/models/inverted_pendulum.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
 #include <rlkernels/physics/data.hpp>
 
@@ -129,6 +131,33 @@ struct box_crawler_case {
   static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::box_crawler<Scalar>(); }
+};
+
+/// InvertedPendulum-v5's cart-pole (two limited joints, RK4, no contacts).
+struct inverted_pendulum_case {
+  using lean_dims = rlkernels::models::inverted_pendulum_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "inverted_pendulum";
+  static constexpr const char* xml = "inverted_pendulum.xml";
+  static constexpr bool all_pairs_reachable = true;  // no pairs
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::inverted_pendulum<Scalar>(); }
+};
+/// InvertedDoublePendulum-v5's cart with two poles and a site at the tip (RK4, a limited slider).
+struct inverted_double_pendulum_case {
+  using lean_dims = rlkernels::models::inverted_double_pendulum_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "inverted_double_pendulum";
+  static constexpr const char* xml = "inverted_double_pendulum.xml";
+  static constexpr bool all_pairs_reachable = true;  // no pairs
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() {
+    return rlkernels::models::inverted_double_pendulum<Scalar>();
+  }
 };
 
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator

@@ -39,7 +39,8 @@ struct field_checker {
 }  // namespace
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case) {
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
+                   inverted_double_pendulum_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -140,6 +141,14 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.ints("wrap_objid", ours.wrap_objid, m->wrap_objid, m->nwrap);
   c.array("wrap_prm", ours.wrap_prm, m->wrap_prm, m->nwrap);
   for (int w = 0; w < m->nwrap; ++w) c.value("wrap_type (joint)", w, mjWRAP_JOINT, m->wrap_type[w]);
+  // sites
+  REQUIRE(M::nsite == m->nsite);
+  if constexpr (M::nsite > 0) {
+    c.ints("site_bodyid", ours.site_bodyid, m->site_bodyid, m->nsite);
+    c.bytes("site_sameframe", ours.site_sameframe, m->site_sameframe, m->nsite);
+    c.array("site_pos", &ours.site_pos[0][0], m->site_pos, 3 * m->nsite);
+    c.array("site_quat", &ours.site_quat[0][0], m->site_quat, 4 * m->nsite);
+  }
   // actuators (motors on joints: gear[0], gainprm[0]; the generator refused anything else)
   for (int a = 0; a < m->nu; ++a) {
     c.value("actuator_trnid", a, ours.actuator_trnid[a], m->actuator_trnid[2 * a]);

@@ -24,6 +24,8 @@ using rlk_test::half_cheetah_case;
 using rlk_test::humanoid_case;
 using rlk_test::hopper_case;
 using rlk_test::walker2d_case;
+using rlk_test::inverted_pendulum_case;
+using rlk_test::inverted_double_pendulum_case;
 
 rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
@@ -36,12 +38,12 @@ std::unique_ptr<ph::model<S, typename Case::dims>> generated_model() {
 double rel_err(double a, double b) { return std::fabs(a - b) / std::max(1.0, std::fabs(b)); }
 
 struct errors {
-  double xpos = 0, xmat = 0, geom_xpos = 0, geom_xmat = 0, qM = 0, bias = 0, passive = 0, actuator = 0,
-         qacc_smooth = 0;
+  double xpos = 0, xmat = 0, geom_xpos = 0, geom_xmat = 0, site_xpos = 0, site_xmat = 0, qM = 0, bias = 0, passive = 0,
+         actuator = 0, qacc_smooth = 0;
   void print(const char* name) const {
-    std::printf("[smooth] %-12s max rel err: xpos %.2e xmat %.2e geom_xpos %.2e geom_xmat %.2e qM %.2e "
-                "qfrc_bias %.2e qfrc_passive %.2e qfrc_actuator %.2e qacc_smooth %.2e\n",
-                name, xpos, xmat, geom_xpos, geom_xmat, qM, bias, passive, actuator, qacc_smooth);
+    std::printf("[smooth] %-12s max rel err: xpos %.2e xmat %.2e geom_xpos %.2e geom_xmat %.2e site_xpos %.2e "
+                "site_xmat %.2e qM %.2e qfrc_bias %.2e qfrc_passive %.2e qfrc_actuator %.2e qacc_smooth %.2e\n",
+                name, xpos, xmat, geom_xpos, geom_xmat, site_xpos, site_xmat, qM, bias, passive, actuator, qacc_smooth);
   }
 };
 
@@ -97,6 +99,15 @@ errors compare_forward(const char* file, int nstates, bool deliberate_bug = fals
       for (int k = 0; k < 9; ++k)
         e.geom_xmat = std::max(e.geom_xmat, rel_err(d->geom_xmat[g][k], md->geom_xmat[9 * g + k]));
     }
+    REQUIRE(mm->nsite == ph::dims_nsite<D>);
+    if constexpr (ph::dims_nsite<D> > 0) {
+      for (int i = 0; i < ph::dims_nsite<D>; ++i) {
+        for (int k = 0; k < 3; ++k)
+          e.site_xpos = std::max(e.site_xpos, rel_err(d->site_xpos[i][k], md->site_xpos[3 * i + k]));
+        for (int k = 0; k < 9; ++k)
+          e.site_xmat = std::max(e.site_xmat, rel_err(d->site_xmat[i][k], md->site_xmat[9 * i + k]));
+      }
+    }
     mj_fullM(mm.get(), md.get(), M);
     for (int i = 0; i < D::nv; ++i)
       for (int j = 0; j < D::nv; ++j) e.qM = std::max(e.qM, rel_err(d->qM[i][j], M[i * D::nv + j]));
@@ -120,6 +131,8 @@ void check_forward(const char* name, const char* file) {
   CHECK(e.xmat <= tol);
   CHECK(e.geom_xpos <= tol);
   CHECK(e.geom_xmat <= tol);
+  CHECK(e.site_xpos <= tol);
+  CHECK(e.site_xmat <= tol);
   CHECK(e.qM <= tol);
   CHECK(e.bias <= tol);
   CHECK(e.passive <= tol);
@@ -174,6 +187,10 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   SECTION("half_cheetah") { check_forward<half_cheetah_case>("half_cheetah", "half_cheetah.xml"); }
   SECTION("ant (free joint)") { check_forward<ant_case>("ant", "ant.xml"); }
   SECTION("humanoid (free joint, fixed tendons)") { check_forward<humanoid_case>("humanoid", "humanoid.xml"); }
+  SECTION("inverted_pendulum") { check_forward<inverted_pendulum_case>("inv_pendulum", "inverted_pendulum.xml"); }
+  SECTION("inverted_double_pendulum (a site)") {
+    check_forward<inverted_double_pendulum_case>("inv_double", "inverted_double_pendulum.xml");
+  }
 }
 
 TEST_CASE("a deliberate bug (no armature) is caught", "[mujoco][smooth]") {

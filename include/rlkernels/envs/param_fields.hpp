@@ -188,6 +188,29 @@ struct param_fields<half_cheetah<S, E>> {
   }
 };
 
+/// The settable parameters of `inverted_pendulum` (names as the Python keywords and `--env-param` take them).
+template <class S>
+struct param_fields<inverted_pendulum<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    detail::visit_mujoco_trailing_fields(p, f);
+  }
+};
+
+/// The settable parameters of `inverted_double_pendulum` (names as the Python keywords and `--env-param` take them).
+template <class S>
+struct param_fields<inverted_double_pendulum<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("healthy_reward", p.healthy_reward);
+    detail::visit_mujoco_trailing_fields(p, f);
+  }
+};
+
 /// The settable parameters of `ant` (names as the Python keywords and `--env-param` take them).
 template <class S, bool E, bool C>
 struct param_fields<ant<S, E, C>> {

@@ -22,6 +22,8 @@
 #include "mujoco/hopper.hpp"
 #include "mujoco/humanoid.hpp"
 #include "mujoco/humanoid_standup.hpp"
+#include "mujoco/inverted_double_pendulum.hpp"
+#include "mujoco/inverted_pendulum.hpp"
 #include "mujoco/walker2d.hpp"
 #include "mountain_car_continuous.hpp"
 #include "pendulum.hpp"
@@ -105,14 +107,18 @@ void for_each_entry(F&& f) {
     return;
   if (f(make_entry<pendulum<Scalar>>("Pendulum-v1", "pendulum", {}, no_threshold))) return;
   if (f(make_entry<acrobot<Scalar>>("Acrobot-v1", "acrobot", {}, -100.0))) return;
-  // MuJoCo locomotion (Gymnasium's v5 envs on the rlkernels physics engine), with Gymnasium's
-  // time limit (1000 steps) and reward thresholds (Walker2d-v5 and the Humanoids register none).
+  // MuJoCo (Gymnasium's v5 envs on the rlkernels physics engine), with Gymnasium's time limits
+  // (1000 steps) and reward thresholds (Walker2d-v5 and the Humanoids register none).
   if (f(make_entry<ant<Scalar>>("Ant-v5", "ant", {}, 6000.0))) return;
   if (f(make_entry<half_cheetah<Scalar>>("HalfCheetah-v5", "half_cheetah", {}, 4800.0))) return;
   if (f(make_entry<hopper<Scalar>>("Hopper-v5", "hopper", {}, 3800.0))) return;
   if (f(make_entry<humanoid<Scalar>>("Humanoid-v5", "humanoid", {}, no_threshold))) return;
   if (f(make_entry<humanoid_standup<Scalar>>("HumanoidStandup-v5", "humanoid_standup", {}, no_threshold))) return;
   if (f(make_entry<walker2d<Scalar>>("Walker2d-v5", "walker2d", {}, no_threshold))) return;
+  if (f(make_entry<inverted_pendulum<Scalar>>("InvertedPendulum-v5", "inverted_pendulum", {}, 950.0))) return;
+  if (f(make_entry<inverted_double_pendulum<Scalar>>("InvertedDoublePendulum-v5", "inverted_double_pendulum", {},
+                                                     9100.0)))
+    return;
   // RLtools' Learning-to-Fly Crazyflie, as the l2f package defines it (l2f.Environment())
   if (f(make_entry<quadrotor<Scalar>>("L2F-Crazyflie-v0", "quadrotor", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the

@@ -44,15 +44,27 @@ enum warning_bits : int {
   warning_bad_solver = 128  ///< the model asks for PGS but its Dims have no room for it (physics::dims_with_pgs): not solved
 };
 
+namespace detail {
+/// The site frames of a workspace whose model has NSite > 0 sites; empty for none.
+template <class Scalar, int NSite>
+struct data_sites {
+  Scalar site_xpos[NSite][3];  ///< site positions (world), from the position stage (mj_kinematics)
+  Scalar site_xmat[NSite][9];  ///< site orientations (world, row-major)
+};
+template <class Scalar>
+struct data_sites<Scalar, 0> {};
+}  // namespace detail
+
 /// @brief The workspace of one forward pass (mjData's fields for the supported subset).
 template <class Scalar, class Dims>
-struct data {
+struct data : detail::data_sites<Scalar, dims_nsite<Dims>> {
   using model_type = model<Scalar, Dims>;     ///< the model this workspace belongs to
   static constexpr int nq = Dims::nq;         ///< position coordinates
   static constexpr int nv = Dims::nv;         ///< degrees of freedom
   static constexpr int nbody = Dims::nbody;   ///< bodies, the world (body 0) included
   static constexpr int njnt = Dims::njnt;     ///< joints
   static constexpr int ngeom = Dims::ngeom;   ///< geoms
+  static constexpr int nsite = dims_nsite<Dims>;  ///< sites (site_xpos, site_xmat when > 0)
   static constexpr int nu_ = detail::at_least_one(Dims::nu);      ///< length of the actuator arrays: max(nu, 1)
   static constexpr int ntendon_ = model_type::ntendon_;           ///< length of the tendon arrays: max(ntendon, 1)
   static constexpr int ncon_ = detail::at_least_one(Dims::ncon);  ///< contact slots: max(Dims::ncon, 1)

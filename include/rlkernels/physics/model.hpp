@@ -85,6 +85,19 @@ constexpr int dims_nwrap = detail::dims_ntendon<Dims>::nwrap;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_nsite_of { static constexpr int value = 0; };
+template <class Dims>
+struct dims_nsite_of<Dims, decltype(void(Dims::nsite))> { static constexpr int value = Dims::nsite; };
+}  // namespace detail
+
+/// Sites (frames fixed in bodies, MJCF's `<site>`) of a Dims type: its `nsite` member, or 0 for a
+/// Dims without one. A model with sites has their frames in the workspace (data::site_xpos,
+/// data::site_xmat) after the position stage; a model without has no site arrays at all.
+template <class Dims>
+constexpr int dims_nsite = detail::dims_nsite_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -128,13 +141,26 @@ namespace detail {
 constexpr int at_least_one(int n) { return n > 0 ? n : 1; }
 }  // namespace detail
 
+namespace detail {
+/// The site constants of a model with NSite > 0 sites (mjModel's site_* fields); empty for none.
+template <class Scalar, int NSite>
+struct model_sites {
+  int site_bodyid[NSite];      ///< body the site is fixed in
+  int site_sameframe[NSite];   ///< mjModel's site_sameframe: site frame vs body frames (sameframe)
+  Scalar site_pos[NSite][3];   ///< position in the body frame
+  Scalar site_quat[NSite][4];  ///< orientation in the body frame (w, x, y, z)
+};
+template <class Scalar>
+struct model_sites<Scalar, 0> {};
+}  // namespace detail
+
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
 /// same units, same layout; body 0 is the world). Generated, trivially copyable.
 /// @tparam Scalar float or double: the type the engine computes in (the generator writes the
 ///         values as double literals; float models round them once)
 /// @tparam Dims the sizes (see dims_check)
 template <class Scalar, class Dims>
-struct model {
+struct model : detail::model_sites<Scalar, dims_nsite<Dims>> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -149,6 +175,7 @@ struct model {
   static constexpr int nefc = Dims::nefc;    ///< constraint-row slots
   static constexpr int ntendon = dims_ntendon<Dims>;  ///< fixed tendons
   static constexpr int nwrap = dims_nwrap<Dims>;      ///< joint entries of the fixed tendons
+  static constexpr int nsite = dims_nsite<Dims>;      ///< sites (their constants: site_bodyid, site_sameframe, site_pos, site_quat, when > 0)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -306,7 +333,7 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                 "rlkernels::physics::rebind: the Dims types must give models of the same layout");
   static_assert(NewDims::nq == Dims::nq && NewDims::nv == Dims::nv && NewDims::nu == Dims::nu &&
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
-                    NewDims::npair == Dims::npair,
+                    NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

@@ -301,7 +301,7 @@ RLK_HOST_DEVICE void kinematics(const model<S, D>& m, data<S, D>& d) {
         add_scaled3(xpos, xaxis, d.qpos[qadr] - m.qpos0[qadr]);
       } else {  // hinge or ball: rotate about the anchor
         S qloc[4], v[3];
-        if (m.jnt_type[j] == joint_type::ball) {
+        if (D::nq >= 4 && m.jnt_type[j] == joint_type::ball) {  // (a ball joint has 4 coordinates)
           for (int k = 0; k < 4; ++k) qloc[k] = d.qpos[qadr + k];
           spatial::normalize4(qloc);
         } else {
@@ -325,6 +325,11 @@ RLK_HOST_DEVICE void kinematics(const model<S, D>& m, data<S, D>& d) {
   for (int g = 0; g < D::ngeom; ++g)
     spatial::local_to_global(d, d.geom_xpos[g], d.geom_xmat[g], m.geom_pos[g], m.geom_quat[g], m.geom_bodyid[g],
                              m.geom_sameframe[g]);
+  if constexpr (dims_nsite<D> > 0) {
+    for (int i = 0; i < dims_nsite<D>; ++i)
+      spatial::local_to_global(d, d.site_xpos[i], d.site_xmat[i], m.site_pos[i], m.site_quat[i], m.site_bodyid[i],
+                               m.site_sameframe[i]);
+  }
 }
 
 /// @brief MuJoCo's mj_comPos: subtree centres of mass, the com-based inertias (cinert, about the
