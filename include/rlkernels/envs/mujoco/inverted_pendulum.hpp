@@ -82,7 +82,8 @@ struct inverted_pendulum {
     bool finite = true;
     for (int i = 0; i < nq; ++i) finite &= std::isfinite(s.qpos[i]);
     for (int i = 0; i < nv; ++i) finite &= std::isfinite(s.qvel[i]);
-    const bool terminated = !finite || std::abs(s.qpos[1]) > Scalar(0.2);
+    const Scalar angle = s.qpos[1];
+    const bool terminated = !finite || angle > Scalar(0.2) || -angle > Scalar(0.2);  // |angle| > 0.2
     info.reward_survive = terminated ? Scalar(0) : Scalar(1);
     return {info.reward_survive, terminated};
   }
