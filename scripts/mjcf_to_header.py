@@ -10,11 +10,13 @@ written as exact double literals, plus the candidate collision pairs MuJoCo's br
 would let through (contype/conaffinity, same-weld and parent filters, <exclude>), in the order in
 which MuJoCo's mj_collision visits them.
 
-The engine supports a subset of MJCF; anything outside it is refused with an error naming the
-element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
+Visual geoms of types the engine does not collide (contype = conaffinity = 0: cylinders,
+ellipsoids, meshes, ...) and sensors cannot act on the dynamics: they are dropped, and the
+header's first lines and stderr say which. Anything else outside the engine's subset is refused,
+with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
 collide only with planes; fixed tendons
 (length and Jacobian); sites (their world frames); motors on hinge and slide joints; no spatial tendons, equality constraints,
-sensors, flexes, plugins, fluid forces, friction loss; the pyramidal cone; the Newton or PGS solver;
+flexes, plugins, fluid forces, friction loss; the pyramidal cone; the Newton or PGS solver;
 Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
@@ -71,13 +73,32 @@ def refuse(what):
     raise Unsupported(what)
 
 
-def check_supported(m):
-    """Raises Unsupported naming the first element outside the engine's subset."""
+def visual_only(m, g):
+    """A geom that can never collide (contype = conaffinity = 0): it acts on the dynamics only
+    through the mass and inertia MuJoCo's compiler already gave its body."""
+    return int(m.geom_contype[g]) == 0 and int(m.geom_conaffinity[g]) == 0
+
+
+def dropped_geoms(m):
+    """The geoms left out of the header: visual-only geoms of a type the engine has no use for
+    (cylinder, ellipsoid, mesh, height field, ...). Visual-only geoms of the supported types stay
+    (harmless, and the header's geom ids then equal mjModel's)."""
+    return [g for g in range(m.ngeom) if int(m.geom_type[g]) not in GEOM_NAMES and visual_only(m, g)]
+
+
+def check_supported(m, problems):
+    """Appends to `problems` every element outside the engine's subset, each named."""
+    refuse = problems.append  # this check lists every problem, not only the first
     O = mujoco.mjtObj
+    dropped = set(dropped_geoms(m))
+    mesh_geoms = [g for g in range(m.ngeom) if int(m.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_MESH)]
+    hfield_geoms = [g for g in range(m.ngeom) if int(m.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_HFIELD)]
     counts = {
-        "equality": m.neq, "sensor": m.nsensor, "flex": m.nflex, "plugin": m.nplugin,
+        "equality": m.neq, "flex": m.nflex, "plugin": m.nplugin,
         "explicit <pair>": m.npair, "mocap body": m.nmocap, "activation state (actuator dynamics)": m.na,
-        "hfield": m.nhfield, "mesh": m.nmesh, "site used by an actuator": 0,
+        # meshes and height fields only as visual geoms (dropped); a colliding one is named below
+        "hfield": m.nhfield if any(g not in dropped for g in hfield_geoms) else 0,
+        "mesh": m.nmesh if any(g not in dropped for g in mesh_geoms) else 0,
     }
     for what, n in counts.items():
         if n:
@@ -134,14 +155,18 @@ def check_supported(m):
             refuse(f"joint '{jn}': dampingpoly is not supported")
     for g in range(m.ngeom):
         gn = name_of(m, O.mjOBJ_GEOM, g)
+        if m.geom_fluid[g][0]:
+            refuse(f"geom '{gn}': fluidshape is not supported")
+        if g in dropped:
+            continue  # never collides: its contact settings do not matter
         if int(m.geom_type[g]) not in GEOM_NAMES:
-            refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} (only plane, sphere, capsule, box)")
+            refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} can collide (the engine collides "
+                   f"plane, sphere, capsule and box; a visual geom with contype=\"0\" conaffinity=\"0\" is dropped)")
+            continue
         if m.geom_condim[g] not in (1, 3):
             refuse(f"geom '{gn}': condim {m.geom_condim[g]} (only 1 and 3)")
         if m.geom_adhesion[g]:
             refuse(f"geom '{gn}': adhesion is not supported")
-        if m.geom_fluid[g][0]:
-            refuse(f"geom '{gn}': fluidshape is not supported")
         if any(m.geom_surfacevel[g]):
             refuse(f"geom '{gn}': surfacevel (a moving surface) is not supported")
     # Tendons: fixed tendons (a linear combination of hinge/slide joint positions) for their
@@ -152,6 +177,7 @@ def check_supported(m):
         for k in range(adr, adr + num):
             if int(m.wrap_type[k]) != int(mujoco.mjtWrap.mjWRAP_JOINT):
                 refuse(f"tendon '{tn}': a spatial tendon (only fixed tendons are supported)")
+                break
             if int(m.jnt_type[m.wrap_objid[k]]) not in (HINGE, SLIDE):
                 refuse(f"tendon '{tn}': a joint that is not a hinge or slide")
         for what, bad in (("limits (range)", m.tendon_limited[t]), ("stiffness", m.tendon_stiffness[t]),
@@ -164,7 +190,7 @@ def check_supported(m):
     if m.nu != m.nactuator or any(int(c) != 1 for c in m.actuator_ctrlnum):
         refuse(f"the model's actuators take {m.nu} controls for {m.nactuator} actuators; only one control per "
                f"actuator (motors) is supported")
-    for a in range(m.nu):
+    for a in range(min(m.nu, m.nactuator)):
         an = name_of(m, O.mjOBJ_ACTUATOR, a)
         if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
             refuse(f"actuator '{an}': transmission {mujoco.mjtTrn(m.actuator_trntype[a]).name} (only joint)")
@@ -180,15 +206,17 @@ def check_supported(m):
             refuse(f"actuator '{an}': actuator damping/armature is not supported")
         if m.actuator_delay[a] or m.actuator_history[a][0] > 0:
             refuse(f"actuator '{an}': delay/history is not supported")
-        if m.actuator_trnid[a][0] < 0 or int(m.jnt_type[m.actuator_trnid[a][0]]) not in (HINGE, SLIDE):
+        if int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT) and (
+                m.actuator_trnid[a][0] < 0 or int(m.jnt_type[m.actuator_trnid[a][0]]) not in (HINGE, SLIDE)):
             refuse(f"actuator '{an}': must drive a hinge or slide joint")
 
 
-def candidate_pairs(m):
+def candidate_pairs(m, problems=None):
     """Geom pairs MuJoCo's broadphase + geom filters can pass, in mj_collision's order: body pairs
     by signature (b1 < b2), then the geoms of b1 by the geoms of b2 (sorted by geom ids where a
     body has several geoms and the midphase is on, as MuJoCo sorts that pair's contacts); each
-    pair with the lower geom type first (as the narrow phase orders it)."""
+    pair with the lower geom type first (as the narrow phase orders it). A pair the engine has no
+    collider for is appended to `problems` (or, without a list, refused at once) and left out."""
     dsbl_filterparent = bool(m.opt.disableflags & int(D.mjDSBL_FILTERPARENT))
     excluded = set()
     for k in range(m.nexclude):
@@ -234,9 +262,14 @@ def candidate_pairs(m):
                     a, b = (g1, g2) if m.geom_type[g1] <= m.geom_type[g2] else (g2, g1)
                     key = (int(m.geom_type[a]), int(m.geom_type[b]))
                     if key not in MAX_CONTACTS:
-                        refuse(f"geoms '{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, a)}' and "
-                               f"'{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, b)}' can collide, but the engine has no "
-                               f"{GEOM_NAMES.get(key[0], key[0])}-{GEOM_NAMES.get(key[1], key[1])} collision")
+                        if problems is None:
+                            refuse(f"no {key[0]}-{key[1]} collision for geoms {a} and {b}")
+                        if key[0] in GEOM_NAMES and key[1] in GEOM_NAMES:  # (other types are named above)
+                            problems.append(
+                                f"geoms '{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, a)}' and "
+                                f"'{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, b)}' can collide, but the engine has no "
+                                f"{GEOM_NAMES[key[0]]}-{GEOM_NAMES[key[1]]} collision")
+                        continue
                     body_pairs.append((a, b, MAX_CONTACTS[key]))
             if (len(g1s) > 1 or len(g2s) > 1) and not midphase_disabled:
                 # MuJoCo sends a body pair with several geoms through its BVH midphase, then sorts
@@ -273,13 +306,23 @@ def lit(x):
 
 def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=False):
     m = mujoco.MjModel.from_xml_path(xml_path)
-    check_supported(m)
-    pairs = candidate_pairs(m)
+    problems = []
+    check_supported(m, problems)
+    pairs = candidate_pairs(m, problems)
+    dropped = dropped_geoms(m)
+    keep = [g for g in range(m.ngeom) if g not in set(dropped)]
+    if not keep:
+        problems.append("every geom is a dropped visual geom; the engine needs at least one geom")
+    if problems:
+        raise Unsupported(problems[0] if len(problems) == 1 else
+                          f"{len(problems)} features outside the engine's subset:\n  - " + "\n  - ".join(problems))
+    geom_id = {g: i for i, g in enumerate(keep)}  # mjModel's geom id -> the header's
+    pairs = [(geom_id[g1], geom_id[g2], maxcon) for (g1, g2, maxcon) in pairs]
     nlimited = int(sum(1 for j in range(m.njnt) if m.jnt_limited[j]))
     ncon = sum(p[2] for p in pairs)
     nefc = 2 * nlimited
     for (g1, g2, maxcon) in pairs:
-        condim = mixed_condim(m, g1, g2)
+        condim = mixed_condim(m, keep[g1], keep[g2])
         nefc += maxcon * (1 if condim == 1 else 2 * (condim - 1))
     # The workspace's capacities: every contact the pairs can make and every row (the default), or
     # what the caller chose (measured maxima with a margin); a step that needs more is reported.
@@ -345,18 +388,22 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers(f, getattr(m, f))
     for f in ("dof_armature", "dof_damping", "dof_invweight0", "dof_M0", "qpos0", "qpos_spring"):
         scalars(f, getattr(m, f))
-    out("  // geoms")
-    integers("geom_type_", m.geom_type, "physics::geom_type")
+    out("  // geoms" + (" (mjModel's geoms without the dropped ones: see the comment at the top)" if dropped else ""))
+
+    def kept(values):
+        return [values[g] for g in keep]
+
+    integers("geom_type_", kept(m.geom_type), "physics::geom_type")
     for f in ("geom_bodyid", "geom_contype", "geom_conaffinity", "geom_condim", "geom_priority", "geom_sameframe"):
-        integers(f, getattr(m, f))
+        integers(f, kept(getattr(m, f)))
     for f in ("geom_solmix", "geom_solref", "geom_solimp", "geom_margin", "geom_gap", "geom_friction", "geom_size",
               "geom_pos", "geom_quat"):
-        scalars(f, getattr(m, f))
+        scalars(f, kept(getattr(m, f)))
     out("  // candidate collision pairs")
     conadr = 0
     for i, (g1, g2, maxcon) in enumerate(pairs):
-        gn1 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g1)
-        gn2 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g2)
+        gn1 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, keep[g1])
+        gn2 = name_of(m, mujoco.mjtObj.mjOBJ_GEOM, keep[g2])
         out(f"  m.pair_geom1[{i}] = {g1}; m.pair_geom2[{i}] = {g2}; m.pair_maxcon[{i}] = {maxcon}; "
             f"m.pair_conadr[{i}] = {conadr};  // {gn1} - {gn2}")
         conadr += maxcon
@@ -385,7 +432,8 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     # last name only).
     dims_members = [("nq", m.nq, "position coordinates"), ("nv", m.nv, "degrees of freedom"),
                     ("nu", m.nu, "actuators (controls)"), ("nbody", m.nbody, "bodies, the world (body 0) included"),
-                    ("njnt", m.njnt, "joints"), ("ngeom", m.ngeom, "geoms"),
+                    ("njnt", m.njnt, "joints"), ("ngeom", len(keep), "geoms" + (
+                        f" (mjModel has {m.ngeom}: {len(dropped)} visual geoms dropped)" if dropped else "")),
                     ("npair", len(pairs), "candidate collision pairs"), ("ncon", ncon, ncon_doc),
                     ("nefc", nefc, nefc_doc), ("ntendon", m.ntendon, "fixed tendons"),
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
@@ -436,8 +484,22 @@ constexpr physics::model<Scalar, {name}_dims> {name}() {{
 }  // namespace rlkernels
 """
     site_names = ", ".join(name_of(m, mujoco.mjtObj.mjOBJ_SITE, i) for i in range(m.nsite))
+    notes = []
     if site_names:
-        header = header.replace("// Actuators (ctrl order)", f"// Sites: {site_names}\n// Actuators (ctrl order)", 1)
+        notes.append(f"// Sites: {site_names}")
+    if dropped:
+        notes.append("// Geoms dropped (visual only: contype = conaffinity = 0, a type the engine does not collide; "
+                     "their mass is in their bodies'): " + ", ".join(
+                         f"{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g)} ({mujoco.mjtGeom(m.geom_type[g]).name.split('_', 1)[1].lower()})"
+                         for g in dropped))
+        notes.append("// The header's geom k is mjModel's geom " + ", ".join(
+            f"{k}: {g}" for k, g in enumerate(keep) if k != g) + " (the others keep their ids)")
+    if m.nsensor:
+        notes.append("// Sensors dropped (the engine computes none; they do not act on the dynamics): " + ", ".join(
+            f"{name_of(m, mujoco.mjtObj.mjOBJ_SENSOR, i)} ({mujoco.mjtSensor(m.sensor_type[i]).name.split('_', 1)[1].lower()})"
+            for i in range(m.nsensor)))
+    if notes:
+        header = header.replace("// Actuators (ctrl order)", "\n".join(notes) + "\n// Actuators (ctrl order)", 1)
     return header + "\n".join(lines) + "\n" + footer
 
 
@@ -465,6 +527,9 @@ def main():
         text = generate(args.xml, args.name, args.max_contacts, args.max_rows, args.system_includes)
     except Unsupported as e:
         sys.exit(f"mjcf_to_header: {args.xml}: unsupported: {e}")
+    for line in text.splitlines():
+        if line.startswith(("// Geoms dropped", "// Sensors dropped")):
+            print(f"mjcf_to_header: {args.xml}: {line[3:]}", file=sys.stderr)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)

@@ -135,6 +135,52 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(pgs, "pendulum_pgs", out)
     if r.returncode != 0 or "m.solver = physics::solver_kind::pgs;" not in open(out).read():
         failures.append(f"a model with solver=\"PGS\" failed to generate or lost its solver: {r.stderr.strip()}")
+    # Visual geoms the engine cannot collide (contype = conaffinity = 0: a cylinder, a mesh, an
+    # ellipsoid) and sensors are dropped, named in the header and on stderr; the kept geoms are
+    # renumbered and the pairs follow them.
+    visual = os.path.join(tmp, "visual.xml")
+    with open(visual, "w") as f:
+        f.write("""<mujoco>
+  <asset><mesh name="tetra" vertex="0 0 0  .1 0 0  0 .1 0  0 0 .1"/></asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="10 10 .1"/>
+    <geom name="post" type="cylinder" size=".05 .5" pos="2 0 .5" contype="0" conaffinity="0"/>
+    <body name="b" pos="0 0 1">
+      <joint name="j0" type="hinge" axis="0 1 0"/>
+      <geom name="shell" type="mesh" mesh="tetra" contype="0" conaffinity="0" condim="6"/>
+      <geom name="arm" type="capsule" size=".05 .2"/>
+      <geom name="egg" type="ellipsoid" size=".05 .05 .1" contype="0" conaffinity="0"/>
+      <site name="tip" pos="0 0 -.2"/>
+    </body>
+  </worldbody>
+  <sensor><jointpos name="angle" joint="j0"/><framepos name="tip_pos" objtype="site" objname="tip"/></sensor>
+  <actuator><motor joint="j0" gear="10"/></actuator>
+</mujoco>""")
+    out = os.path.join(tmp, "visual.hpp")
+    r = run(visual, "visual_robot", out)
+    text = open(out).read() if r.returncode == 0 else ""
+    for want in ("static constexpr int ngeom = 2;", "(mjModel has 5: 3 visual geoms dropped)",
+                 "// Geoms dropped", "post (cylinder)", "shell (mesh)", "egg (ellipsoid)",
+                 "// The header's geom k is mjModel's geom 1: 3",
+                 "// Sensors dropped", "angle (jointpos)", "tip_pos (framepos)",
+                 "m.geom_type_[1] = physics::geom_type(3);",  # the capsule, renumbered from 3 to 1
+                 "m.pair_geom1[0] = 0; m.pair_geom2[0] = 1;"):  # floor - arm, in the header's ids
+        if want not in text:
+            failures.append(f"visual geoms and sensors: '{want}' not in the header ({r.stderr.strip()})")
+    if "Geoms dropped" not in r.stderr or "Sensors dropped" not in r.stderr:
+        failures.append(f"visual geoms and sensors: stderr does not say what was dropped: {r.stderr.strip()}")
+    # A cylinder that can collide is refused; several problems are named in one message.
+    with open(visual, "w") as f:
+        f.write(BASE.format(body='<joint name="slip" type="hinge" frictionloss="1"/>'
+                                 '<geom name="wheel" type="cylinder" size=".1 .05"/>'
+                                 '<geom name="toe" type="sphere" size=".05" condim="6"/>', extra=""))
+    r = run(visual, "x")
+    if r.returncode == 0:
+        failures.append("a colliding cylinder, condim 6 and frictionloss were accepted")
+    else:
+        for want in ("3 features outside the engine's subset", "geom 'wheel'", "geom 'toe'", "joint 'slip'"):
+            if want not in r.stderr:
+                failures.append(f"several problems: '{want}' not in the one message: {r.stderr.strip()}")
     # A name that is not an identifier is refused.
     if run(ok, "not-an-identifier").returncode == 0:
         failures.append("--name with a '-' was accepted")

@@ -498,8 +498,8 @@ RLK_HOST_DEVICE void com_vel(const model<S, D>& m, data<S, D>& d) {
     for (int j = 0; j < m.body_dofnum[i]; ++j) {
       S tmp[6];
       const joint_type type = m.jnt_type[m.dof_jntid[bda + j]];
-      if (type == joint_type::free || type == joint_type::ball) {
-        if (type == joint_type::free) {  // translations: no cdof_dot
+      if (D::nv >= 3 && (type == joint_type::free || type == joint_type::ball)) {  // (3 or 6 dofs)
+        if (D::nv >= 6 && type == joint_type::free) {  // translations: no cdof_dot
           for (int r = 0; r < 3; ++r)
             for (int k = 0; k < 6; ++k) d.cdof_dot[bda + j + r][k] = S(0);
           spatial::mul_dof_vec(tmp, d.cdof + bda + j, d.qvel + bda + j, 3);
