@@ -310,7 +310,7 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     check_supported(m, problems)
     pairs = candidate_pairs(m, problems)
     dropped = dropped_geoms(m)
-    keep = [g for g in range(m.ngeom) if g not in set(dropped)]
+    keep = [g for g in range(m.ngeom) if g not in dropped]  # (a few geoms: a list will do)
     if not keep:
         problems.append("every geom is a dropped visual geom; the engine needs at least one geom")
     if problems:

@@ -142,17 +142,8 @@ struct inverted_double_pendulum {
 
   /// qfrc_constraint[0] of a forward pass at the state's qpos and qvel with ctrl 0 and no warm start.
   RLK_HOST_DEVICE static void after_forward(const Params& p, State& s) {
-    physics::data<Scalar, dims> d;  // forward() writes every field it reads but these
-    detail::poison_workspace(d);
-    d.time = Scalar(0);
-    for (int i = 0; i < nq; ++i) d.qpos[i] = s.qpos[i];
-    for (int i = 0; i < nv; ++i) {
-      d.qvel[i] = s.qvel[i];
-      d.qacc_warmstart[i] = Scalar(0);
-    }
-    for (int k = 0; k < nu; ++k) d.ctrl[k] = Scalar(0);
-    d.ncon_peak = 0;
-    d.nefc_peak = 0;
+    physics::data<Scalar, dims> d;  // load_workspace sets what the engine reads
+    detail::load_workspace(d, s, static_cast<const Scalar*>(nullptr), false);
     physics::forward(p.model, d);
     s.qfrc_constraint0 = d.qfrc_constraint[0];
   }

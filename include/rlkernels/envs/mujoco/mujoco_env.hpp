@@ -121,6 +121,28 @@ RLK_HOST_DEVICE inline void poison_workspace(Workspace& w) {
 /// control as 0 for that step and carries on, and so does Gymnasium).
 constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
 
+/// What the engine reads from the workspace besides the model, from the state `s`: time 0, qpos,
+/// qvel, the warm start (s's, or 0 without `warm_start`: mj_resetData's), the controls (0 where
+/// `ctrl` is null), no warning and no contact or row peaks. Nothing else is initialised: the engine
+/// writes every other field before it reads it, which the poisoned-workspace test checks
+/// (RLK_PHYSICS_POISON_WORKSPACE); zeroing it cost a 7.9-25.6 KB write per env step (local memory
+/// on CUDA).
+template <class Scalar, class Dims, class State>
+RLK_HOST_DEVICE void load_workspace(physics::data<Scalar, Dims>& d, const State& s, const Scalar* ctrl,
+                                    bool warm_start) {
+  poison_workspace(d);
+  d.ncon_peak = 0;
+  d.nefc_peak = 0;
+  d.time = Scalar(0);
+  for (int i = 0; i < Dims::nq; ++i) d.qpos[i] = s.qpos[i];
+  for (int i = 0; i < Dims::nv; ++i) {
+    d.qvel[i] = s.qvel[i];
+    d.qacc_warmstart[i] = warm_start ? s.qacc_warmstart[i] : Scalar(0);
+  }
+  for (int k = 0; k < Dims::nu; ++k) d.ctrl[k] = ctrl ? ctrl[k] : Scalar(0);
+  d.warning = physics::warning_none;
+}
+
 /// Gymnasium's do_simulation: ctrl = action (unclipped: the engine clamps ctrl to ctrlrange in the
 /// actuation, as MuJoCo does), then `frame_skip` physics steps (at least one). On success the state
 /// holds the new qpos, qvel and qacc_warmstart and the function returns 0. If a step sets a
@@ -132,20 +154,7 @@ constexpr int failed_step_warnings = ~int(physics::warning_bad_ctrl);
 template <class Scalar, class Dims, class State>
 RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, State& s, const Scalar* action, int frame_skip,
                              physics::data<Scalar, Dims>& d) {
-  // Not initialised: the engine writes every field before it reads it (apart from the state and
-  // control set here), which the poisoned-workspace test checks (RLK_PHYSICS_POISON_WORKSPACE).
-  // Zeroing it cost a 7.9-25.6 KB write per env step (local memory on CUDA).
-  poison_workspace(d);
-  d.ncon_peak = 0;
-  d.nefc_peak = 0;
-  d.time = Scalar(0);
-  for (int i = 0; i < Dims::nq; ++i) d.qpos[i] = s.qpos[i];
-  for (int i = 0; i < Dims::nv; ++i) {
-    d.qvel[i] = s.qvel[i];
-    d.qacc_warmstart[i] = s.qacc_warmstart[i];
-  }
-  for (int k = 0; k < Dims::nu; ++k) d.ctrl[k] = action[k];
-  d.warning = physics::warning_none;
+  load_workspace(d, s, action, true);
   const int frames = frame_skip > 0 ? frame_skip : 1;
   for (int f = 0; f < frames; ++f) {
     physics::step(m, d);
