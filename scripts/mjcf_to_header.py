@@ -16,7 +16,7 @@ header's first lines and stderr say which. Anything else outside the engine's su
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
 collide only with planes; fixed tendons
 (length and Jacobian); sites (their world frames); motors on hinge and slide joints; no spatial tendons, equality constraints,
-flexes, plugins, fluid forces, friction loss; the pyramidal cone; the Newton or PGS solver;
+flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver;
 Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
@@ -73,6 +73,12 @@ def refuse(what):
     raise Unsupported(what)
 
 
+def has_fluid(m):
+    """Whether the model's medium is set (<option density/viscosity/wind>): then the header carries
+    it and the engine computes MuJoCo's inertia-box fluid forces."""
+    return bool(m.opt.density or m.opt.viscosity or any(m.opt.wind))
+
+
 def visual_only(m, g):
     """A geom that can never collide (contype = conaffinity = 0): it acts on the dynamics only
     through the mass and inertia MuJoCo's compiler already gave its body."""
@@ -114,8 +120,6 @@ def check_supported(m, problems):
         refuse("<option actuatorgroupdisable=...>: disabling actuator groups is not supported")
     if opt.noslip_iterations:
         refuse("<option noslip_iterations=...>: the noslip solver is not supported")
-    if opt.density or opt.viscosity or any(opt.wind):
-        refuse("<option density/viscosity/wind>: fluid forces are not supported")
     if opt.disableflags & ~SUPPORTED_DISABLE:
         refuse(f"<flag>: disable flags {opt.disableflags & ~SUPPORTED_DISABLE:#x} are not supported")
     # Sparse Jacobians (jacobian="sparse", or "auto" from nv = 60: mj_isSparse) give the same
@@ -156,7 +160,8 @@ def check_supported(m, problems):
     for g in range(m.ngeom):
         gn = name_of(m, O.mjOBJ_GEOM, g)
         if m.geom_fluid[g][0]:
-            refuse(f"geom '{gn}': fluidshape is not supported")
+            refuse(f"geom '{gn}': fluidshape=\"ellipsoid\" (MuJoCo's ellipsoid fluid model) is not supported; the "
+                   f"default inertia-box model is")
         if g in dropped:
             continue  # never collides: its contact settings do not matter
         if int(m.geom_type[g]) not in GEOM_NAMES:
@@ -370,6 +375,11 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     integer("disableflags", opt.disableflags)
     integer("enableflags", opt.enableflags)
     scalar("meaninertia", m.stat.meaninertia)
+    if has_fluid(m):
+        out("  // the medium of the fluid forces (inertia-box model)")
+        scalar("density", opt.density)
+        scalar("viscosity", opt.viscosity)
+        scalars("wind", opt.wind)
     out("  // bodies")
     for f in ("body_parentid", "body_rootid", "body_weldid", "body_jntnum", "body_jntadr", "body_dofnum", "body_dofadr",
               "body_sameframe"):
@@ -439,6 +449,8 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
     if m.nsite:  # written only when there are sites (a Dims without nsite has none)
         dims_members.append(("nsite", m.nsite, "sites"))
+    if has_fluid(m):  # written only with fluid forces (a Dims without fluid has none)
+        dims_members.append(("fluid", 1, "fluid forces (inertia-box model): the model carries density, viscosity, wind"))
     if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
         dims_members.append(("solver", 0, "the PGS solver (mjtSolver): the workspace makes room for its matrix"))
     dims_decls = [f"static constexpr int {member} = {value};" for member, value, _ in dims_members]

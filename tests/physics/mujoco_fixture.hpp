@@ -12,6 +12,7 @@
 #include <rlkernels/envs/mujoco/models/humanoid.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/models/swimmer.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
 #include <rlkernels/physics/data.hpp>
 
@@ -158,6 +159,20 @@ struct inverted_double_pendulum_case {
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() {
     return rlkernels::models::inverted_double_pendulum<Scalar>();
   }
+};
+
+/// Swimmer-v5's three-link swimmer (fluid forces: density 4000, viscosity 0.1; RK4, two limited
+/// hinges, no contacts).
+struct swimmer_case {
+  using lean_dims = rlkernels::models::swimmer_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "swimmer";
+  static constexpr const char* xml = "swimmer.xml";
+  static constexpr bool all_pairs_reachable = true;  // no pairs
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::swimmer<Scalar>(); }
 };
 
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator

@@ -40,7 +40,7 @@ struct field_checker {
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
-                   inverted_double_pendulum_case) {
+                   inverted_double_pendulum_case, swimmer_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -70,6 +70,14 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.value("disableflags", 0, ours.disableflags, m->opt.disableflags);
   c.value("enableflags", 0, ours.enableflags, m->opt.enableflags);
   c.value("meaninertia", 0, ours.meaninertia, m->stat.meaninertia);
+  const bool mj_fluid = m->opt.density != 0 || m->opt.viscosity != 0 || m->opt.wind[0] != 0 || m->opt.wind[1] != 0 ||
+                        m->opt.wind[2] != 0;
+  REQUIRE(M::fluid == mj_fluid);
+  if constexpr (M::fluid) {
+    c.value("density", 0, ours.density, m->opt.density);
+    c.value("viscosity", 0, ours.viscosity, m->opt.viscosity);
+    c.array("wind", ours.wind, m->opt.wind, 3);
+  }
   CHECK(m->opt.cone == mjCONE_PYRAMIDAL);
   // bodies
   c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);

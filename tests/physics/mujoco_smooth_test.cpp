@@ -26,6 +26,7 @@ using rlk_test::hopper_case;
 using rlk_test::walker2d_case;
 using rlk_test::inverted_pendulum_case;
 using rlk_test::inverted_double_pendulum_case;
+using rlk_test::swimmer_case;
 
 rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
@@ -69,12 +70,16 @@ void random_state(std::mt19937_64& rng, const mjModel* mm, double* qpos, double*
 }
 
 template <class Case, class D = typename Case::dims>
-errors compare_forward(const char* file, int nstates, bool deliberate_bug = false, int extra_flags = 0) {
+errors compare_forward(const char* file, int nstates, bool deliberate_bug = false, int extra_flags = 0,
+                       const double* wind = nullptr) {
   rlk_test::mj_model_ptr mm = load(file);
   mm->opt.disableflags |= mjDSBL_CONSTRAINT | extra_flags;
   rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
   auto m = generated_model<Case>();
   m->disableflags = mm->opt.disableflags;
+  if constexpr (ph::dims_fluid<D>)
+    if (wind)
+      for (int k = 0; k < 3; ++k) m->wind[k] = mm->opt.wind[k] = wind[k];
   if (deliberate_bug)
     for (int i = 0; i < D::nv; ++i) m->dof_armature[i] = 0;
   auto d = std::make_unique<ph::data<double, D>>();
@@ -190,6 +195,14 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   SECTION("inverted_pendulum") { check_forward<inverted_pendulum_case>("inv_pendulum", "inverted_pendulum.xml"); }
   SECTION("inverted_double_pendulum (a site)") {
     check_forward<inverted_double_pendulum_case>("inv_double", "inverted_double_pendulum.xml");
+  }
+  SECTION("swimmer (fluid forces)") { check_forward<swimmer_case>("swimmer", "swimmer.xml"); }
+  SECTION("swimmer in a wind (fluid forces relative to the medium)") {
+    const double wind[3] = {0.7, -1.3, 0.4};
+    const errors e = compare_forward<swimmer_case>("swimmer.xml", 1000, false, 0, wind);
+    e.print("swimmer+wind");
+    CHECK(e.passive <= 1e-12);
+    CHECK(e.qacc_smooth <= 1e-12);
   }
 }
 

@@ -98,6 +98,20 @@ constexpr int dims_nsite = detail::dims_nsite_of<Dims>::value;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_fluid_of { static constexpr bool value = false; };
+template <class Dims>
+struct dims_fluid_of<Dims, decltype(void(Dims::fluid))> { static constexpr bool value = Dims::fluid != 0; };
+}  // namespace detail
+
+/// True when a Dims type declares fluid forces (`static constexpr int fluid = 1`, as the generator
+/// writes for a model whose `<option>` sets density, viscosity or wind): only then does the model
+/// carry mjOption's density, viscosity and wind and the passive stage compute MuJoCo's inertia-box
+/// fluid model. A Dims without `fluid` has none.
+template <class Dims>
+constexpr bool dims_fluid = detail::dims_fluid_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -152,6 +166,16 @@ struct model_sites {
 };
 template <class Scalar>
 struct model_sites<Scalar, 0> {};
+
+/// mjOption's medium of a model with fluid forces (dims_fluid); empty for none.
+template <class Scalar, bool Fluid>
+struct model_fluid {
+  Scalar density;    ///< opt.density: density of the medium (inertia-box model's drag)
+  Scalar viscosity;  ///< opt.viscosity: viscosity of the medium (Stokes drag of the equivalent sphere)
+  Scalar wind[3];    ///< opt.wind: velocity of the medium (world frame)
+};
+template <class Scalar>
+struct model_fluid<Scalar, false> {};
 }  // namespace detail
 
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
@@ -160,7 +184,7 @@ struct model_sites<Scalar, 0> {};
 ///         values as double literals; float models round them once)
 /// @tparam Dims the sizes (see dims_check)
 template <class Scalar, class Dims>
-struct model : detail::model_sites<Scalar, dims_nsite<Dims>> {
+struct model : detail::model_sites<Scalar, dims_nsite<Dims>>, detail::model_fluid<Scalar, dims_fluid<Dims>> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -176,6 +200,7 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>> {
   static constexpr int ntendon = dims_ntendon<Dims>;  ///< fixed tendons
   static constexpr int nwrap = dims_nwrap<Dims>;      ///< joint entries of the fixed tendons
   static constexpr int nsite = dims_nsite<Dims>;      ///< sites (their constants: site_bodyid, site_sameframe, site_pos, site_quat, when > 0)
+  static constexpr bool fluid = dims_fluid<Dims>;     ///< fluid forces (the constants density, viscosity, wind, when true)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -333,7 +358,8 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                 "rlkernels::physics::rebind: the Dims types must give models of the same layout");
   static_assert(NewDims::nq == Dims::nq && NewDims::nv == Dims::nv && NewDims::nu == Dims::nu &&
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
-                    NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims>,
+                    NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims> &&
+                    dims_fluid<NewDims> == dims_fluid<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

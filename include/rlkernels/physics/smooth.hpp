@@ -553,9 +553,122 @@ RLK_HOST_DEVICE void rne(const model<S, D>& m, const data<S, D>& d, S* result) {
   for (int v = 0; v < D::nv; ++v) result[v] = spatial::dot6(d.cdof[v], cfrc[m.dof_bodyid[v]]);
 }
 
+namespace detail {
+
+/// MuJoCo's mju_transformSpatial for a motion vector (flg_force = 0) with a rotation: the 6D
+/// velocity vec (rotation, translation) at oldpos, moved to newpos and expressed in the frame whose
+/// axes are rot's columns.
+template <class S>
+RLK_INLINE void transform_motion(S* res, const S* vec, const S* newpos, const S* oldpos, const S* rot) {
+  S dif[3], cros[3], tran[6];
+  for (int k = 0; k < 6; ++k) tran[k] = vec[k];
+  sub3(dif, newpos, oldpos);
+  cross3(cros, dif, vec);
+  sub3(tran + 3, vec + 3, cros);
+  mul_mat_t_vec3(res, rot, tran);
+  mul_mat_t_vec3(res + 3, rot, tran + 3);
+}
+
+/// MuJoCo's mj_applyFT for the dense case: qfrc += jacp' force, then qfrc += jacr' torque, with mj_jac's
+/// Jacobians of `point` on `body` (each product summed over the rows as mju_mulMatTVec does, a zero row
+/// of force or torque skipped, then added).
+template <class S, class D>
+RLK_INLINE void apply_force_torque(const model<S, D>& m, const data<S, D>& d, const S* force, const S* torque,
+                                   const S* point, int body, S* qfrc) {
+  constexpr int nv = D::nv;
+  S jacp[3][nv], jacr[3][nv];
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < nv; ++j) jacp[k][j] = jacr[k][j] = S(0);
+  S offset[3];
+  sub3(offset, point, d.subtree_com[m.body_rootid[body]]);
+  const int weld = m.body_weldid[body];
+  if (m.body_dofnum[weld] > 0)
+    for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i]) {
+      const S* cdof = d.cdof[i];
+      S tmp[3];
+      cross3(tmp, cdof, offset);
+      for (int k = 0; k < 3; ++k) {
+        jacr[k][i] = cdof[k];
+        jacp[k][i] = cdof[3 + k] + tmp[k];
+      }
+    }
+  const S* vec[2] = {force, torque};
+  const S(*jac[2])[nv] = {jacp, jacr};
+  for (int part = 0; part < 2; ++part) {
+    S q[nv];
+    for (int j = 0; j < nv; ++j) q[j] = S(0);
+    for (int r = 0; r < 3; ++r) {
+      const S f = vec[part][r];
+      if (f != S(0))
+        for (int j = 0; j < nv; ++j) q[j] += jac[part][r][j] * f;
+    }
+    for (int j = 0; j < nv; ++j) qfrc[j] += q[j];
+  }
+}
+
+/// MuJoCo's mj_inertiaBoxFluidModel for body i (of a model with dims_fluid): the body's inertia as a
+/// box of uniform density, its velocity relative to the wind in its inertial frame, Stokes drag of the
+/// box's mean-diameter sphere (viscosity) and quadratic drag of the box's faces (density); the force
+/// and torque act at the body's centre of mass and are added to qfrc.
+template <class S, class D>
+RLK_INLINE void inertia_box_fluid(const model<S, D>& m, const data<S, D>& d, int i, S* qfrc) {
+  const S* inertia = m.body_inertia[i];
+  const S mass = m.body_mass[i];
+  const S eps = min_value<S>();
+  S box[3];
+  {
+    const S e0 = inertia[1] + inertia[2] - inertia[0];
+    const S e1 = inertia[0] + inertia[2] - inertia[1];
+    const S e2 = inertia[0] + inertia[1] - inertia[2];
+    box[0] = std::sqrt((eps >= e0 ? eps : e0) / mass * S(6));  // mju_max(mjMINVAL, e)
+    box[1] = std::sqrt((eps >= e1 ? eps : e1) / mass * S(6));  // mju_max(mjMINVAL, e)
+    box[2] = std::sqrt((eps >= e2 ? eps : e2) / mass * S(6));  // mju_max(mjMINVAL, e)
+  }
+  // mj_objectVelocity(mjOBJ_BODY, local): com-centred velocity in the inertial frame
+  S lvel[6];
+  const S* root_com = d.subtree_com[m.body_rootid[i]];
+  if (m.body_dofnum[m.body_weldid[i]] == 0) {
+    for (int k = 0; k < 6; ++k) lvel[k] = S(0);
+  } else {
+    transform_motion(lvel, d.cvel[i], d.xipos[i], root_com, d.ximat[i]);
+  }
+  // the wind in the same frame, subtracted from the translational velocity
+  const S wind[6] = {S(0), S(0), S(0), m.wind[0], m.wind[1], m.wind[2]};
+  S lwind[6];
+  transform_motion(lwind, wind, d.xipos[i], root_com, d.ximat[i]);
+  for (int k = 3; k < 6; ++k) lvel[k] -= lwind[k];
+  S lfrc[6] = {S(0), S(0), S(0), S(0), S(0), S(0)};
+  const S pi = S(3.14159265358979323846);
+  if (m.viscosity > S(0)) {
+    const S diam = (box[0] + box[1] + box[2]) / S(3);
+    scale3(lfrc, lvel, -pi * diam * diam * diam * m.viscosity);
+    scale3(lfrc + 3, lvel + 3, S(-3.0 * 3.14159265358979323846) * diam * m.viscosity);
+  }
+  if (m.density > S(0)) {
+    const S rho = m.density;
+    lfrc[3] -= S(0.5) * rho * box[1] * box[2] * std::fabs(lvel[3]) * lvel[3];
+    lfrc[4] -= S(0.5) * rho * box[0] * box[2] * std::fabs(lvel[4]) * lvel[4];
+    lfrc[5] -= S(0.5) * rho * box[0] * box[1] * std::fabs(lvel[5]) * lvel[5];
+    const S b4[3] = {box[0] * box[0] * box[0] * box[0], box[1] * box[1] * box[1] * box[1],
+                     box[2] * box[2] * box[2] * box[2]};
+    lfrc[0] -= rho * box[0] * (b4[1] + b4[2]) * std::fabs(lvel[0]) * lvel[0] / S(64);
+    lfrc[1] -= rho * box[1] * (b4[0] + b4[2]) * std::fabs(lvel[1]) * lvel[1] / S(64);
+    lfrc[2] -= rho * box[2] * (b4[0] + b4[1]) * std::fabs(lvel[2]) * lvel[2] / S(64);
+  }
+  S bfrc[6];
+  mul_mat_vec3(bfrc, d.ximat[i], lfrc);
+  mul_mat_vec3(bfrc + 3, d.ximat[i], lfrc + 3);
+  apply_force_torque(m, d, bfrc + 3, bfrc, d.xipos[i], i, qfrc);
+}
+
+}  // namespace detail
+
 /// @brief MuJoCo's mj_passive for the supported subset: joint springs towards qpos_spring
-/// (-stiffness * (q - qpos_spring)) and dof dampers (-damping * qdot), into d.qfrc_passive.
-/// (The generator refuses polynomial stiffness/damping, actuator damping, gravcomp and fluids.)
+/// (-stiffness * (q - qpos_spring)) and dof dampers (-damping * qdot), into d.qfrc_passive; for a
+/// model with fluid forces (dims_fluid) and a nonzero density or viscosity, then MuJoCo's inertia-box
+/// fluid model of every body with mass (mj_fluid), added after the springs and dampers.
+/// (The generator refuses polynomial stiffness/damping, actuator damping, gravcomp and the ellipsoid
+/// fluid model.)
 template <class S, class D>
 RLK_HOST_DEVICE void passive(const model<S, D>& m, data<S, D>& d) {
   S spring[D::nv], damper[D::nv];
@@ -577,6 +690,15 @@ RLK_HOST_DEVICE void passive(const model<S, D>& m, data<S, D>& d) {
       if (b != S(0)) damper[i] = -d.qvel[i] * b;
     }
   for (int i = 0; i < D::nv; ++i) d.qfrc_passive[i] = spring[i] + damper[i];
+  if constexpr (dims_fluid<D>) {
+    if (m.viscosity != S(0) || m.density != S(0)) {
+      S fluid[D::nv];
+      for (int i = 0; i < D::nv; ++i) fluid[i] = S(0);
+      for (int b = 0; b < D::nbody; ++b)
+        if (!(m.body_mass[b] < detail::min_value<S>())) detail::inertia_box_fluid(m, d, b, fluid);
+      for (int i = 0; i < D::nv; ++i) d.qfrc_passive[i] += fluid[i];
+    }
+  }
 }
 
 /// @brief MuJoCo's mj_fwdActuation for motors on hinge/slide joints: a local copy of ctrl is
