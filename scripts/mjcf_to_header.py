@@ -15,7 +15,7 @@ ellipsoids, meshes, ...) and sensors cannot act on the dynamics: they are droppe
 header's first lines and stderr say which. Anything else outside the engine's subset is refused,
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
 collide only with planes; fixed tendons
-(length and Jacobian); sites (their world frames); motors on hinge and slide joints; no spatial tendons, equality constraints,
+(length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
 flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver;
 Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
@@ -77,6 +77,12 @@ def has_fluid(m):
     """Whether the model's medium is set (<option density/viscosity/wind>): then the header carries
     it and the engine computes MuJoCo's inertia-box fluid forces."""
     return bool(m.opt.density or m.opt.viscosity or any(m.opt.wind))
+
+
+def has_actuator_bias(m):
+    """Whether an actuator has an affine bias (a position or velocity servo): then the header
+    carries actuator_biasprm and the engine adds the bias to the actuator forces."""
+    return any(int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) for a in range(m.nu))
 
 
 def visual_only(m, g):
@@ -203,8 +209,13 @@ def check_supported(m, problems):
             refuse(f"actuator '{an}': dynamics {mujoco.mjtDyn(m.actuator_dyntype[a]).name} (only none: motor)")
         if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED) or any(m.actuator_gainprm[a][1:]):
             refuse(f"actuator '{an}': only a fixed gain (motor) is supported")
-        if int(m.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_NONE) or any(m.actuator_biasprm[a]):
-            refuse(f"actuator '{an}': bias (position/velocity servo) is not supported")
+        bias = int(m.actuator_biastype[a])
+        if bias == int(mujoco.mjtBias.mjBIAS_NONE):
+            if any(m.actuator_biasprm[a]):
+                refuse(f"actuator '{an}': bias parameters without a bias type are not supported")
+        elif bias != int(mujoco.mjtBias.mjBIAS_AFFINE) or any(m.actuator_biasprm[a][3:]):
+            refuse(f"actuator '{an}': bias {mujoco.mjtBias(bias).name} (only none, a motor, and affine: "
+                   f"position/velocity servos)")
         if any(m.actuator_gear[a][1:]):
             refuse(f"actuator '{an}': gear beyond its first component is not supported")
         if m.actuator_damping[a] or any(m.actuator_dampingpoly[a]) or m.actuator_armature[a]:
@@ -437,6 +448,8 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     scalars("actuator_gainprm", [m.actuator_gainprm[a][0] for a in range(m.nu)])
     scalars("actuator_ctrlrange", m.actuator_ctrlrange)
     scalars("actuator_forcerange", m.actuator_forcerange)
+    if has_actuator_bias(m):
+        scalars("actuator_biasprm", [m.actuator_biasprm[a][:3] for a in range(m.nu)])
 
     # One member a line, each with its own ///< comment (Doxygen documents a declaration list's
     # last name only).
@@ -449,6 +462,9 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
     if m.nsite:  # written only when there are sites (a Dims without nsite has none)
         dims_members.append(("nsite", m.nsite, "sites"))
+    if has_actuator_bias(m):  # written only with servos (a Dims without actuator_bias has none)
+        dims_members.append(("actuator_bias", 1, "actuators with an affine bias (servos): the model carries "
+                             "actuator_biasprm"))
     if has_fluid(m):  # written only with fluid forces (a Dims without fluid has none)
         dims_members.append(("fluid", 1, "fluid forces (inertia-box model): the model carries density, viscosity, wind"))
     if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):

@@ -26,7 +26,7 @@ def run(xml_path, name, output=None, *flags):
 for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("half_cheetah", "half_cheetah.xml"),
                   ("ant", "ant.xml"), ("humanoid", "humanoid.xml"), ("humanoid_standup", "humanoidstandup.xml"),
                   ("inverted_pendulum", "inverted_pendulum.xml"),
-                  ("inverted_double_pendulum", "inverted_double_pendulum.xml")):
+                  ("inverted_double_pendulum", "inverted_double_pendulum.xml"), ("swimmer", "swimmer.xml")):
     committed = open(os.path.join(root, "include", "rlkernels", "envs", "mujoco", "models", name + ".hpp")).read()
     first = committed.splitlines()[0]
     flags = first[first.index(xml) + len(xml):first.index(" with MuJoCo")].split()
@@ -40,6 +40,12 @@ committed = open(os.path.join(root, "tests", "physics", "models", "box_crawler.h
 r = run(os.path.join(root, "tests", "reference", "mujoco_box_crawler.xml"), "box_crawler", None, "--system-includes")
 if r.returncode != 0 or r.stdout != committed:
     failures.append(f"mujoco_box_crawler.xml: the committed box_crawler.hpp differs from what the generator writes now "
+                    f"({r.stderr.strip()})")
+# ... and the example robot (examples/my_robot/: position servos).
+committed = open(os.path.join(root, "examples", "my_robot", "my_robot_model.hpp")).read()
+r = run(os.path.join(root, "examples", "my_robot", "my_robot.xml"), "my_robot", None, "--system-includes")
+if r.returncode != 0 or r.stdout != committed:
+    failures.append(f"my_robot.xml: the committed my_robot_model.hpp differs from what the generator writes now "
                     f"({r.stderr.strip()})")
 
 # 2. Unsupported features are refused, naming the element.
@@ -69,8 +75,11 @@ cases = [
      "geom 'ball6'"),
     ("frictionloss", dict(body='<joint name="sticky" type="hinge" frictionloss="1"/><geom type="sphere" size=".1"/>',
                           extra=""), "joint 'sticky'"),
-    ("position servo", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
-                            extra='<actuator><position name="servo" joint="j" kp="10"/></actuator>'), "actuator 'servo'"),
+    ("user bias", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
+                    extra='<actuator><general name="flexor" joint="j" biastype="user"/></actuator>'),
+     "actuator 'flexor'"),
+    ("ellipsoid fluid model", dict(body='<joint type="hinge"/><geom name="fin" type="sphere" size=".1" fluidshape="ellipsoid"/>',
+                                   extra='<option density="1000"/>'), "geom 'fin'"),
     ("adhesion", dict(body='<joint type="hinge"/><geom name="sticky_ball" type="sphere" size=".1" adhesion="1"/>',
                       extra=""), "geom 'sticky_ball'"),
     ("two trees", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/></body><body name="c" pos="1 0 1">'

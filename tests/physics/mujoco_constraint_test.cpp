@@ -780,6 +780,7 @@ TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constrai
     run_pipeline<inverted_double_pendulum_case>(4, 100, 5, 0.1, 0.08);
   }
   SECTION("swimmer (fluid forces, joint limits)") { run_pipeline<swimmer_case>(4, 100, 4, 0.1, 0.05); }
+  SECTION("my_robot (servos, floor contacts, limits)") { run_pipeline<my_robot_case>(4, 100, 4, 0.1); }
 }
 
 namespace {

@@ -17,6 +17,7 @@
 #include <rlkernels/physics/data.hpp>
 
 #include "physics/models/box_crawler.hpp"  // generated from tests/reference/mujoco_box_crawler.xml
+#include "../examples/my_robot/my_robot_model.hpp"  // generated from examples/my_robot/my_robot.xml
 
 #include <catch2/catch.hpp>
 
@@ -43,6 +44,7 @@ using mj_data_ptr = std::unique_ptr<mjData, mj_data_deleter>;
 /// Gymnasium's asset directory.
 inline std::string model_file(const std::string& file) {
   if (file.rfind("mujoco_", 0) == 0) return std::string(RLK_REFERENCE_DIR) + "/" + file;
+  if (file.rfind("my_robot", 0) == 0) return std::string(RLK_REFERENCE_DIR) + "/../../examples/my_robot/" + file;
   return std::string(RLK_GYMNASIUM_ASSETS) + "/" + file;
 }
 
@@ -175,6 +177,20 @@ struct swimmer_case {
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::swimmer<Scalar>(); }
 };
 
+/// examples/my_robot's quadruped: a free joint, eight position servos (kp, kv), sphere feet and a
+/// capsule torso on the floor, eight limited hinges (Euler with implicit damping).
+struct my_robot_case {
+  using lean_dims = rlkernels::models::my_robot_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "my_robot";
+  static constexpr const char* xml = "my_robot.xml";
+  static constexpr bool all_pairs_reachable = true;
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::my_robot<Scalar>(); }
+};
+
 /// The smooth-dynamics constants of a compiled mjModel as a physics::model (what the generator
 /// writes, for the fields the smooth stages, tendons and integrators read; no collision pairs),
 /// so that the tests can take any MJCF string (ball joints, tendons) without a generated header.
@@ -281,6 +297,8 @@ std::unique_ptr<rlkernels::physics::model<double, Dims>> model_from_mujoco(const
     r.actuator_forcelimited[a] = m->actuator_forcelimited[a];
     r.actuator_gear[a] = m->actuator_gear[6 * a];
     r.actuator_gainprm[a] = m->actuator_gainprm[mjNGAIN * a];
+    if constexpr (ph::dims_actuator_bias<Dims>)
+      for (int k = 0; k < 3; ++k) r.actuator_biasprm[a][k] = m->actuator_biasprm[mjNBIAS * a + k];
     for (int k = 0; k < 2; ++k) {
       r.actuator_ctrlrange[a][k] = m->actuator_ctrlrange[2 * a + k];
       r.actuator_forcerange[a][k] = m->actuator_forcerange[2 * a + k];

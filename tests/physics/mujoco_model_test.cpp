@@ -40,7 +40,7 @@ struct field_checker {
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
-                   inverted_double_pendulum_case, swimmer_case) {
+                   inverted_double_pendulum_case, swimmer_case, my_robot_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -162,12 +162,15 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
     c.value("actuator_trnid", a, ours.actuator_trnid[a], m->actuator_trnid[2 * a]);
     c.value("actuator_trntype (joint)", a, mjTRN_JOINT, m->actuator_trntype[a]);
     c.value("actuator_gaintype (fixed)", a, mjGAIN_FIXED, m->actuator_gaintype[a]);
-    c.value("actuator_biastype (none)", a, mjBIAS_NONE, m->actuator_biastype[a]);
+    c.value(M::actuator_bias ? "actuator_biastype (none or affine)" : "actuator_biastype (none)", a,
+            M::actuator_bias && m->actuator_biastype[a] == mjBIAS_AFFINE ? mjBIAS_AFFINE : mjBIAS_NONE, m->actuator_biastype[a]);
     c.value("actuator_dyntype (none)", a, mjDYN_NONE, m->actuator_dyntype[a]);
     c.value("actuator_ctrllimited", a, ours.actuator_ctrllimited[a], m->actuator_ctrllimited[a]);
     c.value("actuator_forcelimited", a, ours.actuator_forcelimited[a], m->actuator_forcelimited[a]);
     c.value("actuator_gear", a, ours.actuator_gear[a], m->actuator_gear[6 * a]);
     c.value("actuator_gainprm", a, ours.actuator_gainprm[a], m->actuator_gainprm[mjNGAIN * a]);
+    if constexpr (M::actuator_bias)
+      for (int k = 0; k < 3; ++k) c.value("actuator_biasprm", 3 * a + k, ours.actuator_biasprm[a][k], m->actuator_biasprm[mjNBIAS * a + k]);
     for (int k = 0; k < 2; ++k) {
       c.value("actuator_ctrlrange", 2 * a + k, ours.actuator_ctrlrange[a][k], m->actuator_ctrlrange[2 * a + k]);
       c.value("actuator_forcerange", 2 * a + k, ours.actuator_forcerange[a][k], m->actuator_forcerange[2 * a + k]);
@@ -194,7 +197,7 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case) {
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, my_robot_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);

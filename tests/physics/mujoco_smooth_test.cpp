@@ -27,6 +27,7 @@ using rlk_test::walker2d_case;
 using rlk_test::inverted_pendulum_case;
 using rlk_test::inverted_double_pendulum_case;
 using rlk_test::swimmer_case;
+using rlk_test::my_robot_case;
 
 rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
@@ -197,6 +198,7 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
     check_forward<inverted_double_pendulum_case>("inv_double", "inverted_double_pendulum.xml");
   }
   SECTION("swimmer (fluid forces)") { check_forward<swimmer_case>("swimmer", "swimmer.xml"); }
+  SECTION("my_robot (position servos, free joint)") { check_forward<my_robot_case>("my_robot", "my_robot.xml"); }
   SECTION("swimmer in a wind (fluid forces relative to the medium)") {
     const double wind[3] = {0.7, -1.3, 0.4};
     const errors e = compare_forward<swimmer_case>("swimmer.xml", 1000, false, 0, wind);
@@ -431,6 +433,109 @@ rlk_test::mj_model_ptr ball_robot(const char* integrator) {
 }
 
 }  // namespace
+
+namespace {
+
+// Servos: a planar arm on a slider, driven by a position servo (kp, kv), a velocity servo and a
+// general actuator with an affine bias (a constant term too), one of them force-limited.
+const char* servo_arm_xml = R"(
+<mujoco>
+  <option timestep="0.004" integrator="INTEGRATOR"/>
+  <worldbody>
+    <body name="base">
+      <joint name="slide" type="slide" axis="1 0 0" damping="0.2" limited="true" range="-1 1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.05"/>
+      <body name="upper" pos="0 0 0.2">
+        <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.05" armature="0.01"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/>
+        <body name="lower" pos="0.4 0 0">
+          <joint name="elbow" type="hinge" axis="0 1 0" armature="0.01"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint="shoulder" kp="40" kv="2" ctrlrange="-1.5 1.5" gear="1.5"/>
+    <velocity joint="elbow" kv="3" ctrlrange="-4 4" forcerange="-2 2"/>
+    <general joint="slide" gainprm="25" biastype="affine" biasprm="0.7 -25 -1.5" ctrlrange="-0.8 0.8"/>
+  </actuator>
+</mujoco>)";
+
+struct servo_arm_dims {
+  static constexpr int nq = 3, nv = 3, nu = 3, nbody = 4, njnt = 3, ngeom = 3;
+  static constexpr int npair = 0, ncon = 0, nefc = 0;
+  static constexpr int actuator_bias = 1;
+};
+
+rlk_test::mj_model_ptr servo_arm(const char* integrator) {
+  std::string xml = servo_arm_xml;
+  xml.replace(xml.find("INTEGRATOR"), 10, integrator);
+  char error[1024] = "";
+  mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, error, sizeof error);
+  INFO(error);
+  REQUIRE(spec != nullptr);
+  mjModel* m = mj_compile(spec, nullptr);
+  mj_deleteSpec(spec);
+  REQUIRE(m != nullptr);
+  m->opt.disableflags |= mjDSBL_CONSTRAINT;
+  return rlk_test::mj_model_ptr(m);
+}
+
+}  // namespace
+
+TEST_CASE("position, velocity and affine-bias servos agree with mj_forward and mj_step", "[mujoco][smooth][servo]") {
+  using D = servo_arm_dims;
+  for (const char* integrator : {"Euler", "RK4"}) {
+    INFO(integrator);
+    rlk_test::mj_model_ptr mm = servo_arm(integrator);
+    REQUIRE(mm->actuator_biastype[0] == mjBIAS_AFFINE);
+    REQUIRE(mm->actuator_biasprm[mjNBIAS * 0 + 2] == -2.0);  // kv of the position servo
+    REQUIRE(mm->actuator_biasprm[mjNBIAS * 2 + 0] == 0.7);
+    rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+    auto m = rlk_test::model_from_mujoco<D>(mm.get());
+    auto d = std::make_unique<ph::data<double, D>>();
+    std::mt19937_64 rng(29);
+    double e_force = 0, e_qfrc = 0, e_acc = 0, clamped = 0;
+    for (int s = 0; s < 2000; ++s) {
+      random_state<D>(rng, mm.get(), d->qpos, d->qvel, d->ctrl);
+      for (int i = 0; i < D::nq; ++i) md->qpos[i] = d->qpos[i];
+      for (int i = 0; i < D::nv; ++i) { md->qvel[i] = d->qvel[i]; d->qacc_warmstart[i] = 0; }
+      for (int i = 0; i < D::nu; ++i) md->ctrl[i] = d->ctrl[i];
+      mj_forward(mm.get(), md.get());
+      ph::forward(*m, *d);
+      REQUIRE(d->warning == 0);
+      for (int i = 0; i < D::nu; ++i) e_force = std::max(e_force, rel_err(d->actuator_force[i], md->actuator_force[i]));
+      for (int i = 0; i < D::nv; ++i) {
+        e_qfrc = std::max(e_qfrc, rel_err(d->qfrc_actuator[i], md->qfrc_actuator[i]));
+        e_acc = std::max(e_acc, rel_err(d->qacc_smooth[i], md->qacc_smooth[i]));
+      }
+      clamped += std::abs(md->actuator_force[1]) == 2.0;
+    }
+    // trajectories with the model's integrator (Euler: implicit in the dof damping)
+    double e_traj = 0;
+    for (int i = 0; i < D::nq; ++i) d->qpos[i] = md->qpos[i] = 0.1 * double(i + 1);
+    for (int i = 0; i < D::nv; ++i) { d->qvel[i] = md->qvel[i] = 0; d->qacc_warmstart[i] = md->qacc_warmstart[i] = 0; }
+    d->time = md->time = 0;
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    for (int t = 0; t < 1000; ++t) {
+      for (int i = 0; i < D::nu; ++i) d->ctrl[i] = md->ctrl[i] = 1.5 * u(rng);
+      mj_step(mm.get(), md.get());
+      ph::step(*m, *d);
+      REQUIRE(d->warning == 0);
+      for (int i = 0; i < D::nq; ++i) e_traj = std::max(e_traj, rel_err(d->qpos[i], md->qpos[i]));
+      for (int i = 0; i < D::nv; ++i) e_traj = std::max(e_traj, rel_err(d->qvel[i], md->qvel[i]));
+    }
+    std::printf("[smooth] servo arm (%s): max rel err actuator_force %.2e, qfrc_actuator %.2e, qacc_smooth %.2e "
+                "(%g of 2000 states force-clamped); 1000-step trajectory qpos/qvel %.2e\n",
+                integrator, e_force, e_qfrc, e_acc, clamped, e_traj);
+    CHECK(clamped > 100);
+    CHECK(e_force <= 1e-12);
+    CHECK(e_qfrc <= 1e-12);
+    CHECK(e_acc <= 1e-12);
+    CHECK(e_traj <= 1e-12);
+  }
+}
 
 TEST_CASE("ball joints, a free joint and a fixed tendon agree with mj_forward and mj_step", "[mujoco][smooth][ball]") {
   using D = ball_robot_dims;

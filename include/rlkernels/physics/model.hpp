@@ -112,6 +112,22 @@ constexpr bool dims_fluid = detail::dims_fluid_of<Dims>::value;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_actuator_bias_of { static constexpr bool value = false; };
+template <class Dims>
+struct dims_actuator_bias_of<Dims, decltype(void(Dims::actuator_bias))> {
+  static constexpr bool value = Dims::actuator_bias != 0;
+};
+}  // namespace detail
+
+/// True when a Dims type declares actuators with an affine bias (`static constexpr int
+/// actuator_bias = 1`, as the generator writes for a model with position or velocity servos or
+/// `<general biastype="affine">`): only then does the model carry actuator_biasprm and the
+/// actuation add bias = biasprm[0] + biasprm[1] * length + biasprm[2] * velocity to each force.
+template <class Dims>
+constexpr bool dims_actuator_bias = detail::dims_actuator_bias_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -176,6 +192,16 @@ struct model_fluid {
 };
 template <class Scalar>
 struct model_fluid<Scalar, false> {};
+
+/// The affine bias of the actuators of a model with dims_actuator_bias; empty for none.
+template <class Scalar, int NU, bool Bias>
+struct model_actuator_bias {
+  /// mjModel's biasprm[0..2] of each actuator: bias = [0] + [1] * length + [2] * velocity (a
+  /// position servo has [0, -kp, -kv], a velocity servo [0, 0, -kv]; 0 for a motor)
+  Scalar actuator_biasprm[NU][3];
+};
+template <class Scalar, int NU>
+struct model_actuator_bias<Scalar, NU, false> {};
 }  // namespace detail
 
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
@@ -184,7 +210,9 @@ struct model_fluid<Scalar, false> {};
 ///         values as double literals; float models round them once)
 /// @tparam Dims the sizes (see dims_check)
 template <class Scalar, class Dims>
-struct model : detail::model_sites<Scalar, dims_nsite<Dims>>, detail::model_fluid<Scalar, dims_fluid<Dims>> {
+struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
+               detail::model_fluid<Scalar, dims_fluid<Dims>>,
+               detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -201,6 +229,7 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>, detail::model_flui
   static constexpr int nwrap = dims_nwrap<Dims>;      ///< joint entries of the fixed tendons
   static constexpr int nsite = dims_nsite<Dims>;      ///< sites (their constants: site_bodyid, site_sameframe, site_pos, site_quat, when > 0)
   static constexpr bool fluid = dims_fluid<Dims>;     ///< fluid forces (the constants density, viscosity, wind, when true)
+  static constexpr bool actuator_bias = dims_actuator_bias<Dims>;  ///< actuators with an affine bias (actuator_biasprm, when true)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -359,7 +388,8 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
   static_assert(NewDims::nq == Dims::nq && NewDims::nv == Dims::nv && NewDims::nu == Dims::nu &&
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
                     NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims> &&
-                    dims_fluid<NewDims> == dims_fluid<Dims>,
+                    dims_fluid<NewDims> == dims_fluid<Dims> &&
+                    dims_actuator_bias<NewDims> == dims_actuator_bias<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

@@ -729,7 +729,17 @@ RLK_HOST_DEVICE void actuation(const model<S, D>& m, data<S, D>& d) {
     }
   for (int i = 0; i < nu; ++i) {
     S f = m.actuator_gainprm[i] * ctrl[i];
-    f += S(0);  // MuJoCo adds the (zero) bias of a motor
+    if constexpr (dims_actuator_bias<D>) {
+      // bias = b0 + b1 * length + b2 * velocity, with the joint transmission's length gear * q and
+      // velocity gear * qdot (mj_transmission, mj_fwdVelocity)
+      const int j = m.actuator_trnid[i];
+      const S length = d.qpos[m.jnt_qposadr[j]] * m.actuator_gear[i];
+      const S velocity = m.actuator_gear[i] * d.qvel[m.jnt_dofadr[j]];
+      const S* b = m.actuator_biasprm[i];
+      f += b[0] + b[1] * length + b[2] * velocity;
+    } else {
+      f += S(0);  // MuJoCo adds the (zero) bias of a motor
+    }
     if (m.actuator_forcelimited[i]) {
       const S lo = m.actuator_forcerange[i][0], hi = m.actuator_forcerange[i][1];
       f = f < lo ? lo : (f > hi ? hi : f);
