@@ -87,6 +87,8 @@ template <class S, bool E>
 struct mujoco_locomotion<rlkernels::walker2d<S, E>> : std::true_type {};
 template <class S>
 struct mujoco_locomotion<rlkernels::inverted_pendulum<S>> : std::true_type {};
+template <class S, bool E>
+struct mujoco_locomotion<rlkernels::swimmer<S, E>> : std::true_type {};
 template <class S>
 struct mujoco_locomotion<rlkernels::inverted_double_pendulum<S>> : std::true_type {};
 

@@ -13,6 +13,7 @@
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/swimmer.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -147,6 +148,17 @@ struct inverted_double_pendulum_spec {
   static constexpr double random_stats_effective_size = 1000;
 };
 
+struct swimmer_spec {
+  template <class S> using env = swimmer<S>;
+  template <class S> using env_with_x = swimmer<S, false>;  // exclude_current_positions_from_observation=False
+  static constexpr int code = 9;
+  static constexpr const char* stem = "swimmer_v5";
+  static constexpr const char* id = "Swimmer-v5";
+  static constexpr bool terminates = false;
+  static constexpr int fuzz_steps = 1200;
+  static constexpr double random_stats_effective_size = 100;
+};
+
 template <class Env, class = void>
 struct has_set_state : std::false_type {};
 template <class Env>
@@ -228,7 +240,7 @@ struct episode_kernel {
 
 TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
   const f64_table g(file_of(TestType::stem, "one_step"));
@@ -284,7 +296,7 @@ TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_st
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
@@ -344,7 +356,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the sa
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   using Env = typename TestType::template env<double>;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
   const std::size_t n = rlk_test::sanitized_length(episodes.rows);  // the first quarter under the sanitizers
@@ -397,7 +409,7 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99%
 #if defined(RLK_BACKEND_OPENMP)
 TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
                    hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   auto run = [](auto scalar_tag) {
     using Env = typename TestType::template env<decltype(scalar_tag)>;
     const std::size_t n = 67;
@@ -426,7 +438,7 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
 
 TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
                    walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   using Ed = typename TestType::template env<double>;
   using Ef = typename TestType::template env<float>;
   constexpr int nobs = Ed::observation_size;
@@ -538,7 +550,7 @@ struct fuzz_actions {
 
 TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
                    hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   auto run = [](auto scalar_tag) {
     using S = decltype(scalar_tag);
     using Env = typename TestType::template env<S>;
@@ -578,7 +590,7 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
 
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps the state and is counted",
                    "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const std::size_t n = 6;
@@ -715,6 +727,71 @@ TEMPLATE_TEST_CASE("the MuJoCo envs' spaces, defaults, reset noise and reward te
   double full[Full::observation_size];
   Full::observe(typename Full::Params{}, s, full);
   CHECK(full[0] == s.qpos[0]);
+}
+
+TEST_CASE("Swimmer's spaces, defaults, reset noise, observations and reward terms", "[mujoco][envs]") {
+  using Env = swimmer<double>;
+  static_assert(check_env<Env>() && check_env<swimmer<float>>());
+  const Env::Params p{};
+  for (int k = 0; k < Env::nu; ++k) {
+    CHECK(p.model.actuator_ctrlrange[k][0] == Env::action_low);
+    CHECK(p.model.actuator_ctrlrange[k][1] == Env::action_high);
+  }
+  CHECK(p.frame_skip == 4);
+  CHECK(p.model.timestep == 0.01);
+  CHECK(p.model.density == 4000.0);
+  CHECK(p.model.viscosity == 0.1);
+  CHECK(p.ctrl_cost_weight == 1e-4);
+  CHECK(p.max_episode_steps == 1000);
+  // Reset: U(-0.1, 0.1) on qpos and on qvel (uniform, not normal: no value beyond the scale).
+  Env::State s{};
+  rng gen(6, 0);
+  double max_q = 0, max_v = 0;
+  for (int r = 0; r < 300; ++r) {
+    Env::reset(p, s, gen);
+    for (int i = 0; i < Env::nq; ++i) max_q = std::max(max_q, std::abs(s.qpos[i] - p.model.qpos0[i]));
+    for (int i = 0; i < Env::nv; ++i) max_v = std::max(max_v, std::abs(s.qvel[i]));
+  }
+  CHECK(max_q <= p.reset_noise_scale);
+  CHECK(max_v <= p.reset_noise_scale);
+  CHECK(max_q > 0.9 * p.reset_noise_scale);
+  CHECK(max_v > 0.9 * p.reset_noise_scale);
+  // The reward: x velocity minus the control cost of the raw action; never terminated.
+  Env::reset(p, s, gen);
+  Env::step_info info;
+  const double a[2] = {2.0, -0.5};
+  const double x0 = s.qpos[0], y0 = s.qpos[1];
+  const step_result<double> r = Env::step_with_info(p, s, a, info);
+  CHECK_FALSE(r.terminated);
+  CHECK_FALSE(r.truncated);
+  CHECK(info.reward_ctrl == -(1e-4 * (4.0 + 0.25)));
+  CHECK(info.x_velocity == (s.qpos[0] - x0) / 0.04);
+  CHECK(info.y_velocity == (s.qpos[1] - y0) / 0.04);
+  CHECK(info.x_position == s.qpos[0]);
+  CHECK(info.y_position == s.qpos[1]);
+  CHECK(r.reward == info.reward_forward + info.reward_ctrl);
+  // The observation: qpos[2:], then qvel; with the positions, all of qpos.
+  double obs[Env::observation_size];
+  static_assert(Env::observation_size == 8);
+  Env::observe(p, s, obs);
+  for (int i = 2; i < Env::nq; ++i) CHECK(obs[i - 2] == s.qpos[i]);
+  for (int i = 0; i < Env::nv; ++i) CHECK(obs[Env::nq - 2 + i] == s.qvel[i]);
+  using Full = swimmer<double, false>;
+  static_assert(Full::observation_size == 10);
+  double full[Full::observation_size];
+  Full::observe(Full::Params{}, s, full);
+  CHECK(full[0] == s.qpos[0]);
+  CHECK(full[1] == s.qpos[1]);
+  // The medium acts: the same state and action without fluid forces gives another step.
+  Env::Params dry = p;
+  dry.model.density = 0;
+  dry.model.viscosity = 0;
+  Env::State s1{}, s2{};
+  Env::reset(p, s1, gen);
+  s2 = s1;
+  Env::step_with_info(p, s1, a, info);
+  Env::step_with_info(dry, s2, a, info);
+  CHECK(s1.qvel[0] != s2.qvel[0]);
 }
 
 TEST_CASE("the inverted pendulums' spaces, defaults, reset noise, observations and reward terms", "[mujoco][envs]") {
@@ -1001,7 +1078,7 @@ void check_random_policy_statistics(const char* id, const char* scalar_name, dou
 TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are distributed as Gymnasium's",
                    "[.][mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec,
                    humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec) {
   check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double",
                                                                           TestType::random_stats_effective_size);
   check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float",

@@ -11,6 +11,9 @@
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
+#include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
+#include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/swimmer.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/quadrotor.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -19,7 +22,7 @@
 // RLK_RESOURCE_ENVS: checked against the budget (the CTest), one kernel of each kind: a classic env,
 // the quadrotor, the planar robots at both ends of their size (Hopper, 128 registers; Walker2d at
 // 255: HalfCheetah runs the same engine code on a model of Walker2d's size), a 3D robot with floor
-// contacts (Ant) and the largest model (Humanoid).
+// contacts (Ant), the largest model (Humanoid) and a model with fluid forces (Swimmer).
 // RLK_RESOURCE_MORE_ENVS: only with RLK_RESOURCE_MORE=1 (scripts/gpu_resources.py --more, for
 // docs/gpu-resources.md), reported and not checked, kept out of the test command because each
 // adds about 10 s of nvcc.
@@ -29,7 +32,8 @@
   X(hopper_float, rlkernels::hopper<float>)             \
   X(walker2d_float, rlkernels::walker2d<float>)         \
   X(ant_float, rlkernels::ant<float>)                   \
-  X(humanoid_float, rlkernels::humanoid<float>)
+  X(humanoid_float, rlkernels::humanoid<float>)         \
+  X(swimmer_float, rlkernels::swimmer<float>)
 #if RLK_RESOURCE_MORE
 #define RLK_RESOURCE_MORE_ENVS(X)                       \
   X(hopper_double, rlkernels::hopper<double>)           \
@@ -38,7 +42,10 @@
   X(half_cheetah_double, rlkernels::half_cheetah<double>) \
   X(ant_double, rlkernels::ant<double>)                   \
   X(humanoid_double, rlkernels::humanoid<double>)         \
-  X(humanoid_standup_float, rlkernels::humanoid_standup<float>)
+  X(humanoid_standup_float, rlkernels::humanoid_standup<float>) \
+  X(inverted_pendulum_float, rlkernels::inverted_pendulum<float>) \
+  X(inverted_double_pendulum_float, rlkernels::inverted_double_pendulum<float>) \
+  X(swimmer_double, rlkernels::swimmer<double>)
 #else
 #define RLK_RESOURCE_MORE_ENVS(X)
 #endif

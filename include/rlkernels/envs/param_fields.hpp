@@ -188,6 +188,17 @@ struct param_fields<half_cheetah<S, E>> {
   }
 };
 
+/// The settable parameters of `swimmer` (names as the Python keywords and `--env-param` take them).
+template <class S, bool E>
+struct param_fields<swimmer<S, E>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    detail::visit_mujoco_leading_fields(p, f);
+    detail::visit_mujoco_trailing_fields(p, f);
+  }
+};
+
 /// The settable parameters of `inverted_pendulum` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<inverted_pendulum<S>> {

@@ -24,6 +24,7 @@
 #include "mujoco/humanoid_standup.hpp"
 #include "mujoco/inverted_double_pendulum.hpp"
 #include "mujoco/inverted_pendulum.hpp"
+#include "mujoco/swimmer.hpp"
 #include "mujoco/walker2d.hpp"
 #include "mountain_car_continuous.hpp"
 #include "pendulum.hpp"
@@ -119,6 +120,7 @@ void for_each_entry(F&& f) {
   if (f(make_entry<inverted_double_pendulum<Scalar>>("InvertedDoublePendulum-v5", "inverted_double_pendulum", {},
                                                      9100.0)))
     return;
+  if (f(make_entry<swimmer<Scalar>>("Swimmer-v5", "swimmer", {}, 360.0))) return;
   // RLtools' Learning-to-Fly Crazyflie, as the l2f package defines it (l2f.Environment())
   if (f(make_entry<quadrotor<Scalar>>("L2F-Crazyflie-v0", "quadrotor", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
