@@ -18,6 +18,7 @@
 #if defined(RLK_EXAMPLE_NCCL) && RLK_HAS_CUDA
 #include <rlkernels/distributed/nccl.hpp>
 #endif
+#include <rlkernels/envs/mujoco/task_env.hpp>
 #include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/io/checkpoint.hpp>
@@ -91,6 +92,8 @@ template <class S, bool E>
 struct mujoco_locomotion<rlkernels::swimmer<S, E>> : std::true_type {};
 template <class S>
 struct mujoco_locomotion<rlkernels::inverted_double_pendulum<S>> : std::true_type {};
+template <class Task, class S>
+struct mujoco_locomotion<rlkernels::mujoco_env<Task, S>> : std::true_type {};  // yours (RLK_USER_ENVS_HEADER)
 
 /// What PPO trains: the classic-control and the MuJoCo locomotion envs.
 template <class Env>
@@ -646,6 +649,24 @@ int with_backend(const std::string& name, const program& p, F&& f) {
   throw std::invalid_argument("unknown backend '" + name + "' (serial, openmp or cuda)");
 }
 
+/// Sets run.env_params (--env-param NAME=VALUE) in entry.params and prints them; throws
+/// std::invalid_argument naming a bad one.
+template <class Env>
+void apply_env_params(const run_options& run, rlkernels::registered_env<Env>& entry) {
+  for (const auto& [name, value] : run.env_params) {
+    try {
+      rlkernels::set_param<Env>(entry.params, name, value);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("--env-param for " + run.env + ": " + e.what());
+    }
+  }
+  if (!run.env_params.empty()) {
+    std::string changed;
+    for (const auto& [name, value] : run.env_params) changed += (changed.empty() ? "" : ", ") + name + "=" + value;
+    std::printf("%s with %s\n", run.env.c_str(), changed.c_str());
+  }
+}
+
 /// Calls f(entry) with the registry entry of run.env, its Params changed by run.env_params
 /// (printed), if Trains<Env>::value holds for its env type (only those instantiate f, which keeps
 /// compile times down), otherwise throws std::invalid_argument(refusal).
@@ -657,18 +678,7 @@ int with_env(const run_options& run, const std::string& refusal, F&& f) {
     if constexpr (!Trains<Env>::value) {
       throw std::invalid_argument(refusal);
     } else {
-      for (const auto& [name, value] : run.env_params) {
-        try {
-          rlkernels::set_param<Env>(entry.params, name, value);
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument("--env-param for " + run.env + ": " + e.what());
-        }
-      }
-      if (!run.env_params.empty()) {
-        std::string changed;
-        for (const auto& [name, value] : run.env_params) changed += (changed.empty() ? "" : ", ") + name + "=" + value;
-        std::printf("%s with %s\n", run.env.c_str(), changed.c_str());
-      }
+      apply_env_params(run, entry);
       rc = f(entry);
     }
   });
@@ -703,6 +713,27 @@ int training_main(int argc, char** argv, const program& p, std::vector<option<Co
       return with_env<Trains>(cl.run, refusal + "; " + cl.run.env + " is not one of them", [&](auto entry) {
         return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, entry, job.get()); });
       });
+    });
+  });
+}
+
+/// @brief training_main for one env of your own instead of the registry's (examples/my_robot):
+/// `entry` is its registry-style entry (rlkernels::make_env_entry: id, Params); --env must be
+/// its id (the default when program::default_env is that id).
+template <class Env, class Config, class Preset, class Run>
+int training_main_for(int argc, char** argv, const program& p, std::vector<option<Config>> hyperparameters,
+                      Preset&& preset, rlkernels::registered_env<Env> entry, Run&& run) {
+  return guarded_main([&] {
+    const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
+    const distributed_job job = start_job(argc, argv, cl.run, p);
+    return run_job(job, [&] {
+      check_env_shards(cl.config, job.get().size());
+      if (cl.run.env != entry.info.id)
+        throw std::invalid_argument(p.name + " trains " + std::string(entry.info.id) + " only; --env " + cl.run.env +
+                                    " is not it");
+      rlkernels::registered_env<Env> e = entry;
+      apply_env_params(cl.run, e);
+      return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, e, job.get()); });
     });
   });
 }

@@ -43,8 +43,10 @@ def observation_space(info: dict, params: dict, dtype: str) -> spaces.Space:
         return spaces.Box(0.0, 1.0, shape=shape, dtype=dt)
     if name == "snake":
         return spaces.Box(0.0, 1.0, shape=(12, 12, size // 144), dtype=dt)
-    # the maze and any env without a known layout: a flat box of [0, 1] features
-    return spaces.Box(0.0, 1.0, shape=(size,), dtype=dt)
+    if name == "maze":  # a flat box of [0, 1] features
+        return spaces.Box(0.0, 1.0, shape=(size,), dtype=dt)
+    # an env of your own (RLK_USER_ENVS_HEADER: its type name is its id) and any other: unbounded
+    return spaces.Box(-np.inf, np.inf, shape=(size,), dtype=dt)
 
 
 def action_space(info: dict) -> spaces.Space:

@@ -14,6 +14,7 @@
 #include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
 #include <rlkernels/envs/mujoco/swimmer.hpp>
+#include <rlkernels/envs/mujoco/task_env.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/registry.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -22,6 +23,7 @@
 #include "../stats.hpp"
 #include "../test_backend.hpp"
 #include "golden_f64.hpp"
+#include "../../examples/my_robot/my_robot_task.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -792,6 +794,112 @@ TEST_CASE("Swimmer's spaces, defaults, reset noise, observations and reward term
   Env::step_with_info(p, s1, a, info);
   Env::step_with_info(dry, s2, a, info);
   CHECK(s1.qvel[0] != s2.qvel[0]);
+}
+
+// ---- the generic env: mujoco_env<Task> -------------------------------------------------------------
+
+namespace {
+
+/// Swimmer-v5 written as a task of mujoco_env: the same model, reset, reward and observation as
+/// swimmer<S>, so that the generic env must give the same bits.
+struct swimmer_task {
+  using dims = models::swimmer_dims;
+  template <class S> static constexpr physics::model<S, dims> model() { return models::swimmer<S>(); }
+  static constexpr int observation_size = 8;
+  static constexpr double action_low = -1, action_high = 1;
+  static constexpr int frame_skip = 4, max_episode_steps = 1000;
+  static constexpr int parallel_from = 8;
+  template <class S> struct params {
+    S ctrl_cost_weight = S(1e-4);
+    S reset_noise_scale = S(0.1);
+  };
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    rlkernels::detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+  }
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t) {
+    const S ctrl_cost = p.ctrl_cost_weight * rlkernels::detail::sum_of_squares(t.action, dims::nu);
+    return {S(1) * ((t.after.qpos[0] - t.before.qpos[0]) / t.dt) - ctrl_cost, false};
+  }
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    for (int i = 2; i < dims::nq; ++i) obs[i - 2] = s.qpos[i];
+    for (int i = 0; i < dims::nv; ++i) obs[dims::nq - 2 + i] = s.qvel[i];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mujoco_env<Task>: Swimmer-v5 as a task gives swimmer's bits; the example robot is an env", "[mujoco][envs][task]") {
+  {
+    using A = swimmer<double>;
+    using B = mujoco_env<swimmer_task, double>;
+    static_assert(check_env<B>() && check_env<mujoco_env<swimmer_task, float>>());
+    static_assert(B::observation_size == A::observation_size && B::action_size == A::action_size);
+    const std::size_t n = 24;
+    vec_env<A, backend_t> a(rlk_test::backend(), n, 42);
+    vec_env<B, backend_t> b(rlk_test::backend(), n, 42);
+    REQUIRE(a.observations().to_host() == b.observations().to_host());
+    for (std::uint64_t t = 0; t < 1100; ++t) {  // past the time limit: the auto-reset too
+      const auto actions = actions_at<A>(9, n, t, 7000);
+      a.step(rlk_test::make(actions).cview());
+      b.step(rlk_test::make(actions).cview());
+      REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
+      REQUIRE(a.observations().to_host() == b.observations().to_host());
+      REQUIRE(a.rewards().to_host() == b.rewards().to_host());
+      REQUIRE(a.truncated().to_host() == b.truncated().to_host());
+    }
+  }
+  {
+    using Env = my_robot_env<double>;
+    static_assert(check_env<Env>() && check_env<my_robot_env<float>>());
+    static_assert(Env::observation_size == 27 && Env::action_size == 8);
+    const Env::Params p{};
+    for (int k = 0; k < Env::nu; ++k) {  // the action space is the servos' ctrlrange
+      CHECK(p.model.actuator_ctrlrange[k][0] == Env::action_low);
+      CHECK(p.model.actuator_ctrlrange[k][1] == Env::action_high);
+    }
+    // reset: qpos0 + U(-0.05, 0.05), zero warm start; the robot stands, healthy, and a standing step pays
+    // the healthy reward
+    Env::State s{};
+    rng gen(8, 0);
+    Env::reset(p, s, gen);
+    for (int i = 0; i < Env::nq; ++i) CHECK(std::abs(s.qpos[i] - p.model.qpos0[i]) <= 0.05);
+    const double zero[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    step_result<double> r{};
+    for (int t = 0; t < 50; ++t) r = Env::step(p, s, zero, gen);
+    CHECK_FALSE(r.terminated);
+    CHECK(s.qpos[2] > 0.2);
+    CHECK(r.reward == Approx(0.5).margin(0.05));
+    // upside down: terminated
+    s.qpos[3] = 0;
+    s.qpos[4] = 1;  // 180 degrees about x
+    r = Env::step(p, s, zero, gen);
+    CHECK(r.terminated);
+    // a velocity the engine cannot take: truncated, the state kept, counted
+    Env::reset(p, s, gen);
+    s.qvel[0] = 1e11;
+    const Env::State kept = s;
+    r = Env::step(p, s, zero, gen);
+    CHECK(r.truncated);
+    CHECK(r.reward == 0.0);
+    CHECK(s.unstable_steps == 1u);
+    CHECK(s.qvel[0] == kept.qvel[0]);
+    // a batch through auto-resets, with actions beyond the ctrlrange, huge and infinite: finite observations
+    const std::size_t n = 16;
+    vec_env<Env, backend_t> envs(rlk_test::backend(), n, 3);
+    std::vector<double> a(n * Env::nu);
+    for (std::uint64_t t = 0; t < 400; ++t) {
+      for (std::size_t i = 0; i < a.size(); ++i)
+        a[i] = t % 50 == 7 ? (i % 2 ? 1e30 : -std::numeric_limits<double>::infinity()) : 3.0 * hash_action(20, i, t, 0);
+      envs.step(rlk_test::make(a).cview());
+      for (double o : envs.observations().to_host()) REQUIRE(std::isfinite(o));
+    }
+    CHECK(capacity_overflows(envs) == 0u);
+  }
 }
 
 TEST_CASE("the inverted pendulums' spaces, defaults, reset noise, observations and reward terms", "[mujoco][envs]") {

@@ -18,6 +18,8 @@
 #include <rlkernels/envs/quadrotor.hpp>
 #include <rlkernels/envs/vec_env.hpp>
 
+#include "../../examples/my_robot/my_robot_task.hpp"  // mujoco_env<Task> with position servos
+
 // One line per kernel: X(name in the budget file and docs/gpu-resources.md, env type).
 // RLK_RESOURCE_ENVS: checked against the budget (the CTest), one kernel of each kind: a classic env,
 // the quadrotor, the planar robots at both ends of their size (Hopper, 128 registers; Walker2d at
@@ -45,7 +47,8 @@
   X(humanoid_standup_float, rlkernels::humanoid_standup<float>) \
   X(inverted_pendulum_float, rlkernels::inverted_pendulum<float>) \
   X(inverted_double_pendulum_float, rlkernels::inverted_double_pendulum<float>) \
-  X(swimmer_double, rlkernels::swimmer<double>)
+  X(swimmer_double, rlkernels::swimmer<double>) \
+  X(my_robot_float, my_robot_env<float>)
 #else
 #define RLK_RESOURCE_MORE_ENVS(X)
 #endif

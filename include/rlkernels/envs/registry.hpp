@@ -96,6 +96,38 @@ registered_env<Env> make_entry(std::string_view id, std::string_view type_name, 
 
 constexpr double no_threshold = std::numeric_limits<double>::quiet_NaN();
 
+}  // namespace detail
+
+/// @brief A registry-style entry for an env of your own (not in the registry), for the code that
+/// takes one (the training examples' training_main_for, examples/my_robot): its id, Params, spaces
+/// and time limit (params.max_episode_steps).
+/// @param id the name it goes by (messages, file names)
+/// @param params its parameters (default: the env's defaults)
+/// @param reward_threshold the return that counts as solved (default: none, NaN)
+template <class Env>
+registered_env<Env> make_env_entry(std::string_view id, typename Env::Params params = {},
+                                   double reward_threshold = std::numeric_limits<double>::quiet_NaN()) {
+  return detail::make_entry<Env>(id, id, params, reward_threshold);
+}
+
+}  // namespace rlkernels
+
+// Envs of your own in the registry: a program (the Python module, train_ppo, random_policy) compiled
+// with RLK_USER_ENVS_HEADER defined as a quoted header path (CMake: -DRLK_USER_ENVS_HEADER=path, which
+// defines it for every target) finds them by id after the bundled ones. The header defines
+//   namespace rlkernels_user_envs {
+//   template <class Scalar, class F> bool for_each_entry(F&& f) {   // f(entry) for each env; stop when it returns true
+//     return f(rlkernels::make_env_entry<rlkernels::mujoco_env<my_task, Scalar>>("MyRobot-v0"));
+//   }
+//   }
+// (examples/my_robot/my_robot_envs.hpp; docs/physics.md, "Your own robot").
+#ifdef RLK_USER_ENVS_HEADER
+#include RLK_USER_ENVS_HEADER
+#endif
+
+namespace rlkernels {
+namespace detail {
+
 /// Calls f(entry) for every registered id, in registration order; stops when f returns true.
 template <class Scalar, class F>
 void for_each_entry(F&& f) {
@@ -147,6 +179,10 @@ void for_each_entry(F&& f) {
   // (25x25, 7x7 egocentric view, turn/forward actions, time limit 4 * 25 * 25).
   if (f(make_entry<snake<Scalar>>("Snake-v1", "snake", {}, no_threshold))) return;
   if (f(make_entry<maze<Scalar>>("Maze-v0", "maze", {}, no_threshold))) return;
+#ifdef RLK_USER_ENVS_HEADER
+  // yours (see RLK_USER_ENVS_HEADER above)
+  if (rlkernels_user_envs::for_each_entry<Scalar>(f)) return;
+#endif
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
