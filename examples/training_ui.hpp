@@ -697,6 +697,24 @@ int guarded_main(F&& f) {
   }
 }
 
+/// What training_main and training_main_for share: parses the command line, starts the job, and
+/// calls run(backend, command_line, entry, communicator) with the entry that
+/// with_entry(run_options, f) passes to f and the backend of --backend.
+template <class Config, class Preset, class WithEntry, class Run>
+int run_training_main(int argc, char** argv, const program& p, std::vector<option<Config>>& hyperparameters,
+                      Preset&& preset, WithEntry&& with_entry, Run&& run) {
+  return guarded_main([&] {
+    const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
+    const distributed_job job = start_job(argc, argv, cl.run, p);
+    return run_job(job, [&] {
+      check_env_shards(cl.config, job.get().size());
+      return with_entry(cl.run, [&](auto entry) {
+        return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, entry, job.get()); });
+      });
+    });
+  });
+}
+
 /// @brief A training example's whole main(): parses the command line (`hyperparameters`, the
 /// env's `preset`), starts the job, and calls run(backend, command_line, entry, communicator)
 /// with the backend and the registry entry of --env, for envs where Trains<Env>::value holds
@@ -705,16 +723,10 @@ int guarded_main(F&& f) {
 template <template <class> class Trains, class Config, class Preset, class Run>
 int training_main(int argc, char** argv, const program& p, std::vector<option<Config>> hyperparameters,
                   Preset&& preset, const std::string& refusal, Run&& run) {
-  return guarded_main([&] {
-    const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
-    const distributed_job job = start_job(argc, argv, cl.run, p);
-    return run_job(job, [&] {
-      check_env_shards(cl.config, job.get().size());
-      return with_env<Trains>(cl.run, refusal + "; " + cl.run.env + " is not one of them", [&](auto entry) {
-        return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, entry, job.get()); });
-      });
-    });
-  });
+  auto registry_entry = [&](const run_options& opts, auto&& f) {
+    return with_env<Trains>(opts, refusal + "; " + opts.env + " is not one of them", f);
+  };
+  return run_training_main(argc, argv, p, hyperparameters, preset, registry_entry, run);
 }
 
 /// @brief training_main for one env of your own instead of the registry's (examples/my_robot):
@@ -723,19 +735,15 @@ int training_main(int argc, char** argv, const program& p, std::vector<option<Co
 template <class Env, class Config, class Preset, class Run>
 int training_main_for(int argc, char** argv, const program& p, std::vector<option<Config>> hyperparameters,
                       Preset&& preset, rlkernels::registered_env<Env> entry, Run&& run) {
-  return guarded_main([&] {
-    const command_line<Config> cl = parse_command_line(argc, argv, p, hyperparameters, preset);
-    const distributed_job job = start_job(argc, argv, cl.run, p);
-    return run_job(job, [&] {
-      check_env_shards(cl.config, job.get().size());
-      if (cl.run.env != entry.info.id)
-        throw std::invalid_argument(p.name + " trains " + std::string(entry.info.id) + " only; --env " + cl.run.env +
-                                    " is not it");
-      rlkernels::registered_env<Env> e = entry;
-      apply_env_params(cl.run, e);
-      return with_backend(cl.run.backend, p, [&](auto backend) { return run(backend, cl, e, job.get()); });
-    });
-  });
+  auto own_entry = [&](const run_options& opts, auto&& f) {
+    if (opts.env != entry.info.id)
+      throw std::invalid_argument(p.name + " trains " + std::string(entry.info.id) + " only; --env " + opts.env +
+                                  " is not it");
+    rlkernels::registered_env<Env> e = entry;
+    apply_env_params(opts, e);
+    return f(e);
+  };
+  return run_training_main(argc, argv, p, hyperparameters, preset, own_entry, run);
 }
 
 /// @brief Rank 0 of a data-parallel off-policy job (DQN, SAC, TD3) says how the ranks share the

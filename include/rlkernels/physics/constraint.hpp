@@ -10,32 +10,11 @@
 #include "data.hpp"
 #include "math.hpp"
 #include "model.hpp"
+#include "smooth.hpp"
 
 namespace rlkernels {
 namespace physics {
 namespace detail {
-
-/// Translational Jacobian (3 x nv, row-major, jacp[k][dof]) of a point fixed to a body, as mj_jac:
-/// column j = cdof_lin + cdof_ang x (point - subtree_com of the body's root), along the dof chain.
-template <class Scalar, class Dims>
-RLK_INLINE void point_jacobian(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const Scalar* point,
-                               int body, Scalar (*jacp)[Dims::nv]) {
-  constexpr int nv = Dims::nv;
-  for (int k = 0; k < 3; ++k)
-    for (int j = 0; j < nv; ++j) jacp[k][j] = Scalar(0);
-  Scalar offset[3];
-  sub3(offset, point, d.subtree_com[m.body_rootid[body]]);
-  const int weld = m.body_weldid[body];
-  if (m.body_dofnum[weld] == 0) return;
-  for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i]) {
-    const Scalar* cdof = d.cdof[i];
-    Scalar rot[3];
-    cross3(rot, cdof, offset);
-    jacp[0][i] = cdof[3] + rot[0];
-    jacp[1][i] = cdof[4] + rot[1];
-    jacp[2][i] = cdof[5] + rot[2];
-  }
-}
 
 /// a^b with MuJoCo's shortcuts for b = 1 and b = 2 (bit-identical results in the common cases).
 template <class S> RLK_INLINE S solimp_power(S a, S b) {

@@ -569,29 +569,44 @@ RLK_INLINE void transform_motion(S* res, const S* vec, const S* newpos, const S*
   mul_mat_t_vec3(res + 3, rot, tran + 3);
 }
 
+/// Translational Jacobian (3 x nv, row-major, jacp[k][dof]) of a point fixed to a body, as mj_jac:
+/// column j = cdof_lin + cdof_ang x (point - subtree_com of the body's root), along the dof chain.
+template <class Scalar, class Dims>
+RLK_INLINE void point_jacobian(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const Scalar* point,
+                               int body, Scalar (*jacp)[Dims::nv]) {
+  constexpr int nv = Dims::nv;
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < nv; ++j) jacp[k][j] = Scalar(0);
+  Scalar offset[3];
+  sub3(offset, point, d.subtree_com[m.body_rootid[body]]);
+  const int weld = m.body_weldid[body];
+  if (m.body_dofnum[weld] == 0) return;
+  for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i]) {
+    const Scalar* cdof = d.cdof[i];
+    Scalar rot[3];
+    cross3(rot, cdof, offset);
+    jacp[0][i] = cdof[3] + rot[0];
+    jacp[1][i] = cdof[4] + rot[1];
+    jacp[2][i] = cdof[5] + rot[2];
+  }
+}
+
 /// MuJoCo's mj_applyFT for the dense case: qfrc += jacp' force, then qfrc += jacr' torque, with mj_jac's
-/// Jacobians of `point` on `body` (each product summed over the rows as mju_mulMatTVec does, a zero row
-/// of force or torque skipped, then added).
+/// Jacobians of `point` on `body` (point_jacobian; the rotational one is the cdofs' rotations along the
+/// same chain), each product summed over the rows as mju_mulMatTVec does (a zero row of force or torque
+/// skipped), then added.
 template <class S, class D>
 RLK_INLINE void apply_force_torque(const model<S, D>& m, const data<S, D>& d, const S* force, const S* torque,
                                    const S* point, int body, S* qfrc) {
   constexpr int nv = D::nv;
   S jacp[3][nv], jacr[3][nv];
+  point_jacobian(m, d, point, body, jacp);
   for (int k = 0; k < 3; ++k)
-    for (int j = 0; j < nv; ++j) jacp[k][j] = jacr[k][j] = S(0);
-  S offset[3];
-  sub3(offset, point, d.subtree_com[m.body_rootid[body]]);
+    for (int j = 0; j < nv; ++j) jacr[k][j] = S(0);
   const int weld = m.body_weldid[body];
   if (m.body_dofnum[weld] > 0)
-    for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i]) {
-      const S* cdof = d.cdof[i];
-      S tmp[3];
-      cross3(tmp, cdof, offset);
-      for (int k = 0; k < 3; ++k) {
-        jacr[k][i] = cdof[k];
-        jacp[k][i] = cdof[3 + k] + tmp[k];
-      }
-    }
+    for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i])
+      for (int k = 0; k < 3; ++k) jacr[k][i] = d.cdof[i][k];
   const S* vec[2] = {force, torque};
   const S(*jac[2])[nv] = {jacp, jacr};
   for (int part = 0; part < 2; ++part) {
@@ -615,14 +630,11 @@ RLK_INLINE void inertia_box_fluid(const model<S, D>& m, const data<S, D>& d, int
   const S* inertia = m.body_inertia[i];
   const S mass = m.body_mass[i];
   const S eps = min_value<S>();
-  S box[3];
-  {
-    const S e0 = inertia[1] + inertia[2] - inertia[0];
-    const S e1 = inertia[0] + inertia[2] - inertia[1];
-    const S e2 = inertia[0] + inertia[1] - inertia[2];
-    box[0] = std::sqrt((eps >= e0 ? eps : e0) / mass * S(6));  // mju_max(mjMINVAL, e)
-    box[1] = std::sqrt((eps >= e1 ? eps : e1) / mass * S(6));  // mju_max(mjMINVAL, e)
-    box[2] = std::sqrt((eps >= e2 ? eps : e2) / mass * S(6));  // mju_max(mjMINVAL, e)
+  S box[3];  // sqrt(mju_max(mjMINVAL, I_j + I_k - I_i) / mass * 6)
+  for (int k = 0; k < 3; ++k) {
+    const int j = k == 0 ? 1 : 0, l = k == 2 ? 1 : 2;  // the other two axes, in MuJoCo's order
+    const S e = inertia[j] + inertia[l] - inertia[k];
+    box[k] = std::sqrt((eps >= e ? eps : e) / mass * S(6));
   }
   // mj_objectVelocity(mjOBJ_BODY, local): com-centred velocity in the inertial frame
   S lvel[6];
