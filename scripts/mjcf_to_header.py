@@ -136,9 +136,9 @@ def check_supported(m, problems):
                f"(jacobian=\"dense\", or nv < 60 with \"auto\")")
     if opt.enableflags & ~HARMLESS_ENABLE:
         refuse(f"<flag>: enable flags {opt.enableflags & ~HARMLESS_ENABLE:#x} (override, sleep, fwdinv, ...) are not supported")
-    if m.ntree > 1:
-        refuse(f"the model has {m.ntree} kinematic trees under the world body; the solver's tolerance scaling "
-               f"(one island) supports one")
+    if m.ntree > 1 and int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
+        refuse(f"the model has {m.ntree} kinematic trees under the world body: PGS's island-local solves are not "
+               f"supported (Newton's are)")
     for b in range(m.nbody):
         if m.body_gravcomp[b]:
             refuse(f"body '{name_of(m, O.mjOBJ_BODY, b)}': gravcomp is not supported")
@@ -409,6 +409,10 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers(f, getattr(m, f))
     for f in ("dof_armature", "dof_damping", "dof_invweight0", "dof_M0", "qpos0", "qpos_spring"):
         scalars(f, getattr(m, f))
+    if m.ntree > 1:
+        out("  // kinematic trees (the constraint islands are unions of them)")
+        integers("body_treeid", m.body_treeid)
+        integers("dof_treeid", m.dof_treeid)
     out("  // geoms" + (" (mjModel's geoms without the dropped ones: see the comment at the top)" if dropped else ""))
 
     def kept(values):
@@ -460,6 +464,8 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                     ("npair", len(pairs), "candidate collision pairs"), ("ncon", ncon, ncon_doc),
                     ("nefc", nefc, nefc_doc), ("ntendon", m.ntendon, "fixed tendons"),
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
+    if m.ntree > 1:  # written only with several trees (a Dims without ntree has one)
+        dims_members.append(("ntree", m.ntree, "kinematic trees: the Newton solver works on constraint islands"))
     if m.nsite:  # written only when there are sites (a Dims without nsite has none)
         dims_members.append(("nsite", m.nsite, "sites"))
     if has_actuator_bias(m):  # written only with servos (a Dims without actuator_bias has none)

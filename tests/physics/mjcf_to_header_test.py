@@ -26,7 +26,8 @@ def run(xml_path, name, output=None, *flags):
 for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("half_cheetah", "half_cheetah.xml"),
                   ("ant", "ant.xml"), ("humanoid", "humanoid.xml"), ("humanoid_standup", "humanoidstandup.xml"),
                   ("inverted_pendulum", "inverted_pendulum.xml"),
-                  ("inverted_double_pendulum", "inverted_double_pendulum.xml"), ("swimmer", "swimmer.xml")):
+                  ("inverted_double_pendulum", "inverted_double_pendulum.xml"), ("swimmer", "swimmer.xml"),
+                  ("reacher", "reacher.xml")):
     committed = open(os.path.join(root, "include", "rlkernels", "envs", "mujoco", "models", name + ".hpp")).read()
     first = committed.splitlines()[0]
     flags = first[first.index(xml) + len(xml):first.index(" with MuJoCo")].split()
@@ -82,8 +83,9 @@ cases = [
                                    extra='<option density="1000"/>'), "geom 'fin'"),
     ("adhesion", dict(body='<joint type="hinge"/><geom name="sticky_ball" type="sphere" size=".1" adhesion="1"/>',
                       extra=""), "geom 'sticky_ball'"),
-    ("two trees", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/></body><body name="c" pos="1 0 1">'
-                            '<joint type="hinge"/><geom type="sphere" size=".1"/>', extra=""), "kinematic trees"),
+    ("two trees under PGS", dict(body='<joint type="hinge"/><geom type="sphere" size=".1"/></body><body name="c" pos="1 0 1">'
+                                      '<joint type="hinge"/><geom type="sphere" size=".1"/>',
+                                 extra='<option solver="PGS"/>'), "kinematic trees"),
     ("tendon limits", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
                            extra='<tendon><fixed name="t" range="-1 1"><joint joint="j" coef="1"/></fixed></tendon>'),
      "tendon 't'"),

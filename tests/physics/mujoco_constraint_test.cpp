@@ -167,11 +167,9 @@ void run_case(int episodes, int steps_per_episode, int frame_skip, double noise,
         compare_rows(m, ref.get(), o, e);
         upd(e.qacc_default, max_scaled_error(o.qacc, ref->qacc, nv));
         e.niter_ours += o.solver_niter;
-        e.niter_mj += ref->solver_niter[0];
-        e.niter_diff += o.solver_niter != ref->solver_niter[0];
-        int neval = 0;
-        for (int i = 0; i < std::min(ref->solver_niter[0], mjNSOLVER); ++i) neval += ref->solver[i].neval;
-        e.neval_diff += o.solver_neval != neval;
+        e.niter_mj += mj_solver_niter(ref.get());
+        e.niter_diff += o.solver_niter != mj_solver_niter(ref.get());
+        e.neval_diff += o.solver_neval != mj_solver_neval(ref.get());
 
         physics::data<double, Dims> ot;
         fill_from_mujoco(m, ref.get(), ot);
@@ -320,14 +318,13 @@ void run_perturbed(int episodes, int steps_per_episode, int frame_skip, double n
           physics::solve_constraint(om, o);
           double& e = variant == 0 ? err : err_short;
           e = std::max(e, max_scaled_error(o.qacc, ref->qacc, nv));
-          int neval = 0;
-          for (int i = 0; i < std::min(ref->solver_niter[0], mjNSOLVER); ++i) neval += ref->solver[i].neval;
+          const int neval = mj_solver_neval(ref.get());
           neval_diff += o.solver_neval != neval;
           nevals += neval;
           if (variant == 0) {
             ++solved;
             niter += o.solver_niter;
-            niter_diff += o.solver_niter != ref->solver_niter[0];
+            niter_diff += o.solver_niter != mj_solver_niter(ref.get());
           }
         }
         mj_step(m, sim.get());
@@ -842,4 +839,96 @@ TEST_CASE("cfrc_ext after a step equals mj_rnePostConstraint's", "[mujoco][const
   SECTION("hopper") { run_cfrc_ext<hopper_case>(4, 200, 4, 5e-3); }
   SECTION("humanoid (PGS, condim-1 self-contacts)") { run_cfrc_ext<humanoid_case>(8, 40, 5, 0.01); }
   SECTION("deliberate bug") { run_cfrc_ext<ant_case>(1, 100, 5, 0.1, true); }
+}
+
+namespace {
+
+/// Reacher's arm and target, from states that put each near its limits: 0, 1 or 2 constraint
+/// islands. Our forward pass against mj_forward (qacc, forces, Newton steps and line-search
+/// evaluations summed over the islands), with islands on (MuJoCo's default) and disabled.
+void run_islands(int nstates) {
+  using Dims = reacher_case::dims;
+  const auto mj = load_mj_model(model_file(reacher_case::xml));
+  mjModel* m = mj.get();
+  REQUIRE(m->ntree == 2);
+  const auto ref = make_mj_data(m);
+  test_rng rng(4242);
+  auto ours = reacher_case::model<double>();
+  auto o_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *o_ptr;
+  const int nv = m->nv;
+  long by_islands[3] = {0, 0, 0}, arm_only = 0, niter_diff = 0, neval_diff = 0, niter = 0;
+  double err[3] = {0, 0, 0};
+  // variants: islands on; islands disabled; islands on with a heavy target (1000 added to its
+  // slides' inertia, dof_M0: they are simple dofs; set alike in both models), whose trace would
+  // change the arm's tolerances if an island were scaled by the whole model's
+  const double dof_M0[4] = {m->dof_M0[0], m->dof_M0[1], m->dof_M0[2], m->dof_M0[3]};
+  for (int variant = 0; variant < 3; ++variant) {
+    m->opt.disableflags = variant == 1 ? mjDSBL_ISLAND : 0;
+    ours.disableflags = m->opt.disableflags;
+    for (int i = 2; i < 4; ++i) m->dof_M0[i] = ours.dof_M0[i] = dof_M0[i] + (variant == 2 ? 1000.0 : 0.0);
+    for (int s = 0; s < nstates; ++s) {
+      mj_resetData(m, ref.get());
+      const double side1 = rng.uniform(0, 1) < 0.5 ? -1 : 1;
+      ref->qpos[0] = rng.uniform(-3.2, 3.2);
+      ref->qpos[1] = rng.uniform(0, 1) < 0.6 ? side1 * rng.uniform(2.9, 3.15) : rng.uniform(-3, 3);
+      for (int i = 2; i < 4; ++i)  // the target's slides are limited to +-0.27
+        ref->qpos[i] = rng.uniform(0, 1) < 0.4 ? (rng.uniform(0, 1) < 0.5 ? -1 : 1) * rng.uniform(0.25, 0.3)
+                                                : rng.uniform(-0.2, 0.2);
+      for (int i = 0; i < nv; ++i) ref->qvel[i] = rng.uniform(-1, 1) * (i < 2 ? 8.0 : 0.5);
+      for (int i = 0; i < nv; ++i) ref->qacc_warmstart[i] = rng.uniform(0, 1) < 0.3 ? 0.0 : rng.uniform(-300, 300);
+      for (int a = 0; a < m->nu; ++a) ref->ctrl[a] = rng.uniform(-1, 1);
+      // pass 0 from that warm start; pass 1 from MuJoCo's answer of pass 0 perturbed by 1e-12 to
+      // 1e-4 (as a trajectory's warm start is: the tolerance and its scaling decide when to stop)
+      double qpos[4], qvel[4], qacc0[4];
+      for (int i = 0; i < 4; ++i) qpos[i] = ref->qpos[i], qvel[i] = ref->qvel[i];
+      for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+          for (int i = 0; i < 4; ++i) ref->qpos[i] = qpos[i], ref->qvel[i] = qvel[i];
+          for (int i = 0; i < nv; ++i)
+            ref->qacc_warmstart[i] = qacc0[i] * (1 + rng.uniform(-1, 1) * std::pow(10.0, rng.uniform(-12, -4)));
+        }
+        copy_state_from_mujoco(m, ref.get(), o);
+        mj_forward(m, ref.get());
+        physics::forward(ours, o);
+        for (int i = 0; i < nv; ++i) qacc0[i] = ref->qacc[i];
+        INFO("variant " << variant << " state " << s << " pass " << pass);
+        REQUIRE(o.warning == 0);
+        REQUIRE(o.nefc == ref->nefc);
+        if (variant == 0 && pass == 0) {
+          const int ni = ref->nefc ? ref->nisland : 0;
+          REQUIRE(ni <= 2);
+          ++by_islands[ni];
+          if (ni == 1 && ref->island_nv[0] == 2 && ref->dof_island[0] == 0) ++arm_only;
+        }
+        double e = max_scaled_error(o.qacc, ref->qacc, nv);
+        for (int r = 0; r < o.nefc; ++r) e = std::max(e, scaled_error(o.efc_force[r], ref->efc_force[r]));
+        for (int i = 0; i < nv; ++i) e = std::max(e, scaled_error(o.qfrc_constraint[i], ref->qfrc_constraint[i]));
+        err[variant] = std::max(err[variant], e);
+        niter += o.solver_niter;
+        niter_diff += o.solver_niter != mj_solver_niter(ref.get());
+        neval_diff += o.solver_neval != mj_solver_neval(ref.get());
+      }
+    }
+  }
+  std::printf("[constraint] reacher islands: %d states with 0 / 1 / 2 islands: %ld / %ld / %ld (%ld the arm's 2 of 4 dofs "
+              "alone); qacc, efc_force, qfrc_constraint vs MuJoCo %.3g (islands disabled %.3g, heavy target %.3g); "
+              "%ld Newton steps, solver_niter differs in %ld states, line-search evaluations in %ld\n",
+              nstates, by_islands[0], by_islands[1], by_islands[2], arm_only, err[0], err[1], err[2], niter,
+              niter_diff, neval_diff);
+  CHECK(by_islands[1] > nstates / 10);
+  CHECK(by_islands[2] > nstates / 10);
+  CHECK(arm_only > nstates / 20);
+  CHECK(err[0] == 0);
+  CHECK(err[1] == 0);
+  CHECK(err[2] == 0);
+  CHECK(niter_diff == 0);
+  CHECK(neval_diff == 0);
+}
+
+}  // namespace
+
+TEST_CASE("constraint islands (several kinematic trees) solve as MuJoCo's", "[mujoco][constraint][island]") {
+  SECTION("reacher") { run_islands(4000); }
+  SECTION("reacher forward and step (limits, RK4)") { run_pipeline<reacher_case>(6, 100, 2, 3.0, 0.1); }
 }

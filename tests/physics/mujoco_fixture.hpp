@@ -12,6 +12,7 @@
 #include <rlkernels/envs/mujoco/models/humanoid.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/models/reacher.hpp>
 #include <rlkernels/envs/mujoco/models/swimmer.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
 #include <rlkernels/physics/data.hpp>
@@ -21,9 +22,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #ifndef RLK_GYMNASIUM_ASSETS
 #error "RLK_GYMNASIUM_ASSETS (Gymnasium's envs/mujoco/assets directory) must be defined"
@@ -175,6 +178,20 @@ struct swimmer_case {
   static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::swimmer<Scalar>(); }
+};
+
+/// Reacher-v5's two-link arm and its target: two kinematic trees (the target on two limited
+/// slides), so a limit row makes a constraint island of 2 of the 4 dofs (RK4, no contacts).
+struct reacher_case {
+  using lean_dims = rlkernels::models::reacher_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "reacher";
+  static constexpr const char* xml = "reacher.xml";
+  static constexpr bool all_pairs_reachable = true;  // no pairs
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::reacher<Scalar>(); }
 };
 
 /// examples/my_robot's quadruped: a free joint, eight position servos (kp, kv), sphere feet and a
@@ -370,6 +387,36 @@ inline double max_scaled_error(const double* a, const double* b, int n) {
   double e = 0;
   for (int i = 0; i < n; ++i) e = std::fmax(e, std::isnan(a[i]) != std::isnan(b[i]) ? INFINITY : scaled_error(a[i], b[i]));
   return e;
+}
+
+/// The mjModel geoms a generated header keeps, in order (header geom k is mjModel geom
+/// kept_geoms(m)[k]): all but the visual-only ones (contype = conaffinity = 0) of a type the engine
+/// does not collide, which scripts/mjcf_to_header.py drops.
+inline std::vector<int> kept_geoms(const mjModel* m) {
+  std::vector<int> kept;
+  for (int g = 0; g < m->ngeom; ++g) {
+    const int t = m->geom_type[g];
+    const bool supported = t == mjGEOM_PLANE || t == mjGEOM_SPHERE || t == mjGEOM_CAPSULE || t == mjGEOM_BOX;
+    if (supported || m->geom_contype[g] != 0 || m->geom_conaffinity[g] != 0) kept.push_back(g);
+  }
+  return kept;
+}
+
+/// MuJoCo's Newton steps in the last forward pass, summed over its constraint islands (what
+/// physics::data::solver_niter counts).
+inline int mj_solver_niter(const mjData* d) {
+  int n = 0;
+  for (int i = 0; i < std::min(std::max(d->nisland, 1), mjNISLAND); ++i) n += d->solver_niter[i];
+  return n;
+}
+
+/// MuJoCo's line-search evaluations in the last forward pass, summed over its islands' Newton
+/// steps (what physics::data::solver_neval counts).
+inline int mj_solver_neval(const mjData* d) {
+  int n = 0;
+  for (int i = 0; i < std::min(std::max(d->nisland, 1), mjNISLAND); ++i)
+    for (int k = 0; k < std::min(d->solver_niter[i], mjNSOLVER); ++k) n += d->solver[i * mjNSOLVER + k].neval;
+  return n;
 }
 
 /// A small deterministic generator for test inputs (splitmix64 -> uniform doubles).

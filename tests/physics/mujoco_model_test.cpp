@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 using namespace rlk_test;
 namespace physics = rlkernels::physics;
@@ -40,7 +41,7 @@ struct field_checker {
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
-                   inverted_double_pendulum_case, swimmer_case, my_robot_case) {
+                   inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -52,7 +53,30 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   REQUIRE(M::nu == m->nu);
   REQUIRE(M::nbody == m->nbody);
   REQUIRE(M::njnt == m->njnt);
-  REQUIRE(M::ngeom == m->ngeom);
+  // the header keeps every geom but the visual-only ones of a type the engine does not collide
+  const std::vector<int> kept = kept_geoms(m);
+  REQUIRE(M::ngeom == int(kept.size()));
+  // MuJoCo's geom arrays restricted to the kept geoms (stride: values per geom)
+  std::vector<std::vector<double>> gathered;
+  auto geoms = [&](const auto* values, int stride) {
+    gathered.emplace_back();
+    for (int g : kept)
+      for (int k = 0; k < stride; ++k) gathered.back().push_back(double(values[g * stride + k]));
+    return gathered.back().data();
+  };
+  std::vector<std::vector<int>> gathered_ints;
+  auto geom_ints = [&](const int* values) {
+    gathered_ints.emplace_back();
+    for (int g : kept) gathered_ints.back().push_back(values[g]);
+    return gathered_ints.back().data();
+  };
+  std::vector<std::vector<unsigned char>> gathered_bytes;
+  auto geom_bytes = [&](const mjtByte* values) {
+    gathered_bytes.emplace_back();
+    for (int g : kept) gathered_bytes.back().push_back(values[g]);
+    return gathered_bytes.back().data();
+  };
+  const int ngeom = M::ngeom;
 
   field_checker c;
   // options and statistics
@@ -82,6 +106,11 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   // bodies
   c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);
   c.ints("body_rootid", ours.body_rootid, m->body_rootid, m->nbody);
+  REQUIRE(M::ntree == std::max(int(m->ntree), 1));
+  if constexpr (M::ntree > 1) {
+    c.ints("body_treeid", ours.body_treeid, m->body_treeid, m->nbody);
+    c.ints("dof_treeid", ours.dof_treeid, m->dof_treeid, m->nv);
+  }
   c.ints("body_weldid", ours.body_weldid, m->body_weldid, m->nbody);
   c.ints("body_jntnum", ours.body_jntnum, m->body_jntnum, m->nbody);
   c.ints("body_jntadr", ours.body_jntadr, m->body_jntadr, m->nbody);
@@ -125,22 +154,22 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
     c.value("dof_frictionloss (unsupported, must be 0)", v, 0.0, m->dof_frictionloss[v]);
   }
   // geoms
-  c.ints("geom_type", ours.geom_type_, m->geom_type, m->ngeom);
-  c.ints("geom_bodyid", ours.geom_bodyid, m->geom_bodyid, m->ngeom);
-  c.ints("geom_contype", ours.geom_contype, m->geom_contype, m->ngeom);
-  c.ints("geom_conaffinity", ours.geom_conaffinity, m->geom_conaffinity, m->ngeom);
-  c.ints("geom_condim", ours.geom_condim, m->geom_condim, m->ngeom);
-  c.ints("geom_priority", ours.geom_priority, m->geom_priority, m->ngeom);
-  c.bytes("geom_sameframe", ours.geom_sameframe, m->geom_sameframe, m->ngeom);
-  c.array("geom_solmix", ours.geom_solmix, m->geom_solmix, m->ngeom);
-  c.array("geom_solref", &ours.geom_solref[0][0], m->geom_solref, mjNREF * m->ngeom);
-  c.array("geom_solimp", &ours.geom_solimp[0][0], m->geom_solimp, mjNIMP * m->ngeom);
-  c.array("geom_margin", ours.geom_margin, m->geom_margin, m->ngeom);
-  c.array("geom_gap", ours.geom_gap, m->geom_gap, m->ngeom);
-  c.array("geom_friction", &ours.geom_friction[0][0], m->geom_friction, 3 * m->ngeom);
-  c.array("geom_size", &ours.geom_size[0][0], m->geom_size, 3 * m->ngeom);
-  c.array("geom_pos", &ours.geom_pos[0][0], m->geom_pos, 3 * m->ngeom);
-  c.array("geom_quat", &ours.geom_quat[0][0], m->geom_quat, 4 * m->ngeom);
+  c.ints("geom_type", ours.geom_type_, geom_ints(m->geom_type), ngeom);
+  c.ints("geom_bodyid", ours.geom_bodyid, geom_ints(m->geom_bodyid), ngeom);
+  c.ints("geom_contype", ours.geom_contype, geom_ints(m->geom_contype), ngeom);
+  c.ints("geom_conaffinity", ours.geom_conaffinity, geom_ints(m->geom_conaffinity), ngeom);
+  c.ints("geom_condim", ours.geom_condim, geom_ints(m->geom_condim), ngeom);
+  c.ints("geom_priority", ours.geom_priority, geom_ints(m->geom_priority), ngeom);
+  c.bytes("geom_sameframe", ours.geom_sameframe, geom_bytes(m->geom_sameframe), ngeom);
+  c.array("geom_solmix", ours.geom_solmix, geoms(m->geom_solmix, 1), ngeom);
+  c.array("geom_solref", &ours.geom_solref[0][0], geoms(m->geom_solref, mjNREF), mjNREF * ngeom);
+  c.array("geom_solimp", &ours.geom_solimp[0][0], geoms(m->geom_solimp, mjNIMP), mjNIMP * ngeom);
+  c.array("geom_margin", ours.geom_margin, geoms(m->geom_margin, 1), ngeom);
+  c.array("geom_gap", ours.geom_gap, geoms(m->geom_gap, 1), ngeom);
+  c.array("geom_friction", &ours.geom_friction[0][0], geoms(m->geom_friction, 3), 3 * ngeom);
+  c.array("geom_size", &ours.geom_size[0][0], geoms(m->geom_size, 3), 3 * ngeom);
+  c.array("geom_pos", &ours.geom_pos[0][0], geoms(m->geom_pos, 3), 3 * ngeom);
+  c.array("geom_quat", &ours.geom_quat[0][0], geoms(m->geom_quat, 4), 4 * ngeom);
   // fixed tendons
   REQUIRE(M::ntendon == m->ntendon);
   REQUIRE(M::nwrap == m->nwrap);
@@ -184,9 +213,9 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   int slots = 0, rows = 0, limited = 0;
   for (int p = 0; p < M::npair; ++p) {
     CHECK(ours.pair_conadr[p] == slots);
-    CHECK(m->geom_type[ours.pair_geom1[p]] <= m->geom_type[ours.pair_geom2[p]]);
+    CHECK(m->geom_type[kept[ours.pair_geom1[p]]] <= m->geom_type[kept[ours.pair_geom2[p]]]);
     slots += ours.pair_maxcon[p];
-    const int g1 = ours.pair_geom1[p], g2 = ours.pair_geom2[p];
+    const int g1 = kept[ours.pair_geom1[p]], g2 = kept[ours.pair_geom2[p]];
     const int condim = std::max(m->geom_condim[g1], m->geom_condim[g2]);
     rows += ours.pair_maxcon[p] * (condim == 1 ? 1 : 2 * (condim - 1));
   }

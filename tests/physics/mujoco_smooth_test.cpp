@@ -28,6 +28,7 @@ using rlk_test::inverted_pendulum_case;
 using rlk_test::inverted_double_pendulum_case;
 using rlk_test::swimmer_case;
 using rlk_test::my_robot_case;
+using rlk_test::reacher_case;
 
 rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
@@ -99,11 +100,14 @@ errors compare_forward(const char* file, int nstates, bool deliberate_bug = fals
       for (int k = 0; k < 3; ++k) e.xpos = std::max(e.xpos, rel_err(d->xpos[b][k], md->xpos[3 * b + k]));
       for (int k = 0; k < 9; ++k) e.xmat = std::max(e.xmat, rel_err(d->xmat[b][k], md->xmat[9 * b + k]));
     }
+    const std::vector<int> kept = rlk_test::kept_geoms(mm.get());
+    REQUIRE(int(kept.size()) == D::ngeom);
     for (int g = 0; g < D::ngeom; ++g) {
+      const int mg = kept[g];  // MuJoCo's id of our geom g
       for (int k = 0; k < 3; ++k)
-        e.geom_xpos = std::max(e.geom_xpos, rel_err(d->geom_xpos[g][k], md->geom_xpos[3 * g + k]));
+        e.geom_xpos = std::max(e.geom_xpos, rel_err(d->geom_xpos[g][k], md->geom_xpos[3 * mg + k]));
       for (int k = 0; k < 9; ++k)
-        e.geom_xmat = std::max(e.geom_xmat, rel_err(d->geom_xmat[g][k], md->geom_xmat[9 * g + k]));
+        e.geom_xmat = std::max(e.geom_xmat, rel_err(d->geom_xmat[g][k], md->geom_xmat[9 * mg + k]));
     }
     REQUIRE(mm->nsite == ph::dims_nsite<D>);
     if constexpr (ph::dims_nsite<D> > 0) {
@@ -199,6 +203,7 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   }
   SECTION("swimmer (fluid forces)") { check_forward<swimmer_case>("swimmer", "swimmer.xml"); }
   SECTION("my_robot (position servos, free joint)") { check_forward<my_robot_case>("my_robot", "my_robot.xml"); }
+  SECTION("reacher (two kinematic trees, a dropped visual cylinder)") { check_forward<reacher_case>("reacher", "reacher.xml"); }
   SECTION("swimmer in a wind (fluid forces relative to the medium)") {
     const double wind[3] = {0.7, -1.3, 0.4};
     const errors e = compare_forward<swimmer_case>("swimmer.xml", 1000, false, 0, wind);

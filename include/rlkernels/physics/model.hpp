@@ -128,6 +128,20 @@ constexpr bool dims_actuator_bias = detail::dims_actuator_bias_of<Dims>::value;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_ntree_of { static constexpr int value = 1; };
+template <class Dims>
+struct dims_ntree_of<Dims, decltype(void(Dims::ntree))> { static constexpr int value = Dims::ntree; };
+}  // namespace detail
+
+/// The number of kinematic trees (mjModel's ntree: the subtrees under the world body that have
+/// degrees of freedom) of a Dims type: its `ntree` member, which the generator writes only when
+/// it is above 1, or 1. With several trees the model carries body_treeid and dof_treeid, and the
+/// Newton solver splits the rows into constraint islands as MuJoCo's mj_island does.
+template <class Dims>
+constexpr int dims_ntree = detail::dims_ntree_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -202,6 +216,16 @@ struct model_actuator_bias {
 };
 template <class Scalar, int NU>
 struct model_actuator_bias<Scalar, NU, false> {};
+
+/// The tree ids of a model with NTree > 1 kinematic trees (mjModel's body_treeid, dof_treeid);
+/// empty for one tree.
+template <int NTree, int NBody, int NV>
+struct model_trees {
+  int body_treeid[NBody];  ///< kinematic tree of the body, -1 for a static body (welded to the world)
+  int dof_treeid[NV];      ///< kinematic tree of the dof
+};
+template <int NBody, int NV>
+struct model_trees<1, NBody, NV> {};
 }  // namespace detail
 
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
@@ -212,7 +236,8 @@ struct model_actuator_bias<Scalar, NU, false> {};
 template <class Scalar, class Dims>
 struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
                detail::model_fluid<Scalar, dims_fluid<Dims>>,
-               detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>> {
+               detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>>,
+               detail::model_trees<dims_ntree<Dims>, Dims::nbody, Dims::nv> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -230,6 +255,7 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
   static constexpr int nsite = dims_nsite<Dims>;      ///< sites (their constants: site_bodyid, site_sameframe, site_pos, site_quat, when > 0)
   static constexpr bool fluid = dims_fluid<Dims>;     ///< fluid forces (the constants density, viscosity, wind, when true)
   static constexpr bool actuator_bias = dims_actuator_bias<Dims>;  ///< actuators with an affine bias (actuator_biasprm, when true)
+  static constexpr int ntree = dims_ntree<Dims>;      ///< kinematic trees (body_treeid, dof_treeid, when > 1)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -389,7 +415,7 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
                     NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims> &&
                     dims_fluid<NewDims> == dims_fluid<Dims> &&
-                    dims_actuator_bias<NewDims> == dims_actuator_bias<Dims>,
+                    dims_actuator_bias<NewDims> == dims_actuator_bias<Dims> && dims_ntree<NewDims> == dims_ntree<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

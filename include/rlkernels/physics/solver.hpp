@@ -1,6 +1,7 @@
 // rlkernels/physics/solver.hpp
 // MuJoCo's constraint solvers for limits, frictionless contacts and the pyramidal cone
-// (mj_fwdConstraint with its warm start), chosen by model::solver: the primal Newton solver
+// (mj_fwdConstraint with its warm start), chosen by model::solver: the primal Newton solver, on
+// each constraint island (mj_island) of a model with several kinematic trees
 // (mj_solNewton: the convex cost 0.5 (a - a0)' M (a - a0) + sum over active rows 0.5 D (J a - aref)^2,
 // Newton directions from H = M + J' D J by dense Cholesky, MuJoCo's exact line search and stopping
 // rules) and the dual projected Gauss-Seidel solver (mj_solPGS: row by row on the forces with the
@@ -62,41 +63,72 @@ RLK_INLINE void solver_cholesky_solve(S* x, const S (*L)[N], const S* b, int n) 
 
 template <class S> RLK_INLINE S dot_n(const S* a, const S* b, int n) { return mj_dot(a, b, n); }
 
-/// Forces, states and constraint cost of the rows at jar = J a - aref (mj_constraintUpdate for
-/// inequality rows: a row with jar < 0 is quadratic, force -D jar; otherwise satisfied, no force).
-template <class Scalar, class Dims>
-RLK_INLINE Scalar update_rows(data<Scalar, Dims>& d, const Scalar* jar) {
+/// The dofs and rows one Newton solve works on, in local order. whole_problem is all of them
+/// (a single-tree model, or islands disabled): its maps are the identity and compile away.
+template <int NV>
+struct whole_problem {
+  static constexpr int nv = NV;  ///< dofs
+  int nefc;                      ///< rows
+  static RLK_INLINE int dof(int k) { return k; }
+  static RLK_INLINE int row(int k) { return k; }
+};
+
+/// One constraint island of a model with several kinematic trees (MuJoCo's mj_island): the dofs
+/// of its trees and its rows, each in increasing order, as MuJoCo's map_idof2dof and
+/// map_iefc2efc list them. A solve on it works on the island alone, with local indices.
+template <int NV, int NEFC>
+struct island_problem {
+  int nv;          ///< dofs of the island
+  int nefc;        ///< rows of the island
+  int dofs[NV];    ///< local dof -> dof
+  int rows[NEFC];  ///< local row -> row
+  RLK_INLINE int dof(int k) const { return dofs[k]; }
+  RLK_INLINE int row(int k) const { return rows[k]; }
+};
+
+/// Forces, states and constraint cost of the problem's rows at jar = J a - aref (local row order;
+/// mj_constraintUpdate for inequality rows: a row with jar < 0 is quadratic, force -D jar;
+/// otherwise satisfied, no force).
+template <class Scalar, class Dims, class P>
+RLK_INLINE Scalar update_rows(data<Scalar, Dims>& d, const P& p, const Scalar* jar) {
   Scalar cost = Scalar(0);
-  for (int i = 0; i < d.nefc; ++i) {
+  for (int i = 0; i < p.nefc; ++i) {
+    const int r = p.row(i);
     if (jar[i] >= Scalar(0)) {
-      d.efc_force[i] = Scalar(0);
-      d.efc_state[i] = state_satisfied;
+      d.efc_force[r] = Scalar(0);
+      d.efc_state[r] = state_satisfied;
     } else {
-      d.efc_force[i] = -d.efc_D[i] * jar[i];
-      cost += Scalar(0.5) * d.efc_D[i] * jar[i] * jar[i];
-      d.efc_state[i] = state_quadratic;
+      d.efc_force[r] = -d.efc_D[r] * jar[i];
+      cost += Scalar(0.5) * d.efc_D[r] * jar[i] * jar[i];
+      d.efc_state[r] = state_quadratic;
     }
   }
   return cost;
 }
 
-/// r = M v (M = d.qM, dense symmetric), in the order of MuJoCo's mju_mulSymVecSparse over the
-/// lower triangle (the entries outside the tree's sparsity are exact zeros and add nothing).
-template <class Scalar, class Dims>
-RLK_INLINE void mul_M(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
-  for (int i = 0; i < Dims::nv; ++i) {
-    r[i] = d.qM[i][i] * v[i];
+/// r = M v over the problem's dofs (M = d.qM, dense symmetric), in the order of MuJoCo's
+/// mju_mulSymVecSparse over the lower triangle (the entries outside the tree's sparsity are
+/// exact zeros and add nothing).
+template <class Scalar, class Dims, class P>
+RLK_INLINE void mul_M(const data<Scalar, Dims>& d, const P& p, Scalar* r, const Scalar* v) {
+  for (int i = 0; i < p.nv; ++i) {
+    const int di = p.dof(i);
+    r[i] = d.qM[di][di] * v[i];
     for (int j = i - 1; j >= 0; --j) {
-      r[i] += d.qM[i][j] * v[j];
-      r[j] += d.qM[i][j] * v[i];
+      const Scalar mij = d.qM[di][p.dof(j)];
+      r[i] += mij * v[j];
+      r[j] += mij * v[i];
     }
   }
 }
 
-/// r = J v over the current rows.
-template <class Scalar, class Dims>
-RLK_INLINE void mul_J(const data<Scalar, Dims>& d, Scalar* r, const Scalar* v) {
-  for (int i = 0; i < d.nefc; ++i) r[i] = mj_dot(d.efc_J[i], v, Dims::nv);
+/// r = J v over the problem's rows and dofs.
+template <class Scalar, class Dims, class P>
+RLK_INLINE void mul_J(const data<Scalar, Dims>& d, const P& p, Scalar* r, const Scalar* v) {
+  for (int i = 0; i < p.nefc; ++i) {
+    const Scalar* J = d.efc_J[p.row(i)];
+    r[i] = mj_dot_by<Scalar>([J, &p](int k) { return J[p.dof(k)]; }, v, p.nv);
+  }
 }
 
 /// One point of the line search: step alpha, cost change from alpha = 0, first and second derivative.
@@ -107,7 +139,7 @@ struct ls_point {
   S deriv[2];
 };
 
-/// The state of one Newton solve (one island: the supported models have one kinematic tree).
+/// The state of one Newton solve (one island), in the problem's local order.
 template <class Scalar, class Dims>
 struct newton_context {
   static constexpr int nv = Dims::nv;
@@ -128,44 +160,48 @@ struct newton_context {
 };
 
 /// Cost, forces, qfrc_constraint at the context's qacc (PrimalUpdateConstraint).
-template <class Scalar, class Dims>
-RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
-  constexpr int nv = Dims::nv;
-  c.cost = update_rows(d, c.Jaref);
+template <class Scalar, class Dims, class P>
+RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c) {
+  c.cost = update_rows(d, p, c.Jaref);
   // J' force row by row, skipping rows without force (as MuJoCo's mju_mulMatTVec): each entry
   // still sums its terms in row order from +0, and a zero term never changes such a sum
-  for (int j = 0; j < nv; ++j) d.qfrc_constraint[j] = Scalar(0);
-  for (int i = 0; i < d.nefc; ++i) {
-    const Scalar f = d.efc_force[i];
+  for (int j = 0; j < p.nv; ++j) d.qfrc_constraint[p.dof(j)] = Scalar(0);
+  for (int i = 0; i < p.nefc; ++i) {
+    const int r = p.row(i);
+    const Scalar f = d.efc_force[r];
     if (f == Scalar(0)) continue;
-    for (int j = 0; j < nv; ++j) d.qfrc_constraint[j] += d.efc_J[i][j] * f;
+    for (int j = 0; j < p.nv; ++j) d.qfrc_constraint[p.dof(j)] += d.efc_J[r][p.dof(j)] * f;
   }
   Scalar gauss = Scalar(0);
-  for (int i = 0; i < nv; ++i) gauss += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc[i] - d.qacc_smooth[i]);
+  for (int i = 0; i < p.nv; ++i) {
+    const int v = p.dof(i);
+    gauss += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[v]) * (d.qacc[v] - d.qacc_smooth[v]);
+  }
   c.quadGauss[0] = gauss;
   c.cost += gauss;
 }
 
 /// H = J' D J + M over the quadratic rows, factorized into c.L.
-template <class Scalar, class Dims>
-RLK_INLINE void newton_factor_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c) {
-  constexpr int nv = Dims::nv;
+template <class Scalar, class Dims, class P>
+RLK_INLINE void newton_factor_hessian(const data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c) {
+  const int nv = p.nv;
   // J' D J over the quadratic rows, row by row (each entry sums its terms in row order from +0;
   // rows whose (J_ri D_r) is zero add nothing), then M
   for (int i = 0; i < nv; ++i)
     for (int j = 0; j < nv; ++j) c.L[i][j] = Scalar(0);
-  for (int r = 0; r < d.nefc; ++r) {
+  for (int k = 0; k < p.nefc; ++k) {
+    const int r = p.row(k);
     if (d.efc_state[r] != state_quadratic) continue;
     const Scalar* J = d.efc_J[r];
     const Scalar D = d.efc_D[r];
     for (int i = 0; i < nv; ++i) {
-      const Scalar t = J[i] * D;
+      const Scalar t = J[p.dof(i)] * D;
       if (t == Scalar(0)) continue;
-      for (int j = 0; j <= i; ++j) c.L[i][j] += t * J[j];
+      for (int j = 0; j <= i; ++j) c.L[i][j] += t * J[p.dof(j)];
     }
   }
   for (int i = 0; i < nv; ++i)
-    for (int j = 0; j <= i; ++j) c.L[i][j] += d.qM[i][j];
+    for (int j = 0; j <= i; ++j) c.L[i][j] += d.qM[p.dof(i)][p.dof(j)];
   solver_cholesky(c.L, nv, min_value<Scalar>());
 }
 
@@ -196,29 +232,30 @@ RLK_INLINE int solver_cholesky_update(S (*L)[N], S* x, int n, bool plus) {
 /// After a change of row states: update the factor row by row, as MuJoCo's HessianIncremental
 /// (a row turning quadratic adds sqrt(D) J_i, one leaving subtracts it), refactorising H from
 /// scratch if an update loses rank.
-template <class Scalar, class Dims>
-RLK_INLINE void newton_update_hessian(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, const int* oldstate) {
-  constexpr int nv = Dims::nv;
-  for (int i = 0; i < d.nefc; ++i) {
-    const bool now = d.efc_state[i] == state_quadratic, before = oldstate[i] == state_quadratic;
+template <class Scalar, class Dims, class P>
+RLK_INLINE void newton_update_hessian(const data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c,
+                                      const int* oldstate) {
+  for (int i = 0; i < p.nefc; ++i) {
+    const int r = p.row(i);
+    const bool now = d.efc_state[r] == state_quadratic, before = oldstate[i] == state_quadratic;
     if (now == before) continue;
-    Scalar x[nv];
-    const Scalar sd = std::sqrt(d.efc_D[i]);
-    for (int k = 0; k < nv; ++k) x[k] = d.efc_J[i][k] * sd;
-    if (solver_cholesky_update(c.L, x, nv, now) < nv) {
-      newton_factor_hessian(d, c);
+    Scalar x[Dims::nv];
+    const Scalar sd = std::sqrt(d.efc_D[r]);
+    for (int k = 0; k < p.nv; ++k) x[k] = d.efc_J[r][p.dof(k)] * sd;
+    if (solver_cholesky_update(c.L, x, p.nv, now) < p.nv) {
+      newton_factor_hessian(d, p, c);
       return;
     }
   }
 }
 
 /// Cost change and derivatives at alpha along the search direction (PrimalEval, inequality rows).
-template <class Scalar, class Dims>
-RLK_INLINE void newton_eval(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, ls_point<Scalar>& p) {
-  const Scalar alpha = p.alpha;
+template <class Scalar, class Dims, class P>
+RLK_INLINE void newton_eval(const P& p, newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt) {
+  const Scalar alpha = pt.alpha;
   Scalar cost = Scalar(0);
   Scalar q0 = Scalar(0), q1 = c.quadGauss[1], q2 = c.quadGauss[2];
-  for (int i = 0; i < d.nefc; ++i) {
+  for (int i = 0; i < p.nefc; ++i) {
     const Scalar start = c.Jaref[i];
     const Scalar x = start + alpha * c.Jv[i];
     const Scalar cost0 = start < Scalar(0) ? c.quad[i][0] : Scalar(0);
@@ -231,31 +268,31 @@ RLK_INLINE void newton_eval(const data<Scalar, Dims>& d, newton_context<Scalar, 
     }
   }
   cost += alpha * alpha * q2 + alpha * q1 + q0;
-  p.cost = cost;
-  p.deriv[0] = Scalar(2) * alpha * q2 + q1;
-  p.deriv[1] = Scalar(2) * q2;
-  if (p.deriv[1] <= Scalar(0)) p.deriv[1] = min_value<Scalar>();  // not convex: cannot happen with M > 0
+  pt.cost = cost;
+  pt.deriv[0] = Scalar(2) * alpha * q2 + q1;
+  pt.deriv[1] = Scalar(2) * q2;
+  if (pt.deriv[1] <= Scalar(0)) pt.deriv[1] = min_value<Scalar>();  // not convex: cannot happen with M > 0
   ++c.ls_iter;
 }
 
-/// Replaces p by a candidate closer to the minimum on its side (same derivative sign, smaller
+/// Replaces pt by a candidate closer to the minimum on its side (same derivative sign, smaller
 /// magnitude) and, if it moved, evaluates its Newton point into next (MuJoCo's updateBracket).
-template <class Scalar, class Dims>
-RLK_INLINE int newton_update_bracket(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c,
-                                     ls_point<Scalar>& p, const ls_point<Scalar>* cand, ls_point<Scalar>& next) {
+template <class Scalar, class Dims, class P>
+RLK_INLINE int newton_update_bracket(const P& p, newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt,
+                                     const ls_point<Scalar>* cand, ls_point<Scalar>& next) {
   int flag = 0;
   for (int i = 0; i < 3; ++i) {
-    if (p.deriv[0] < Scalar(0) && cand[i].deriv[0] < Scalar(0) && p.deriv[0] < cand[i].deriv[0]) {
-      p = cand[i];
+    if (pt.deriv[0] < Scalar(0) && cand[i].deriv[0] < Scalar(0) && pt.deriv[0] < cand[i].deriv[0]) {
+      pt = cand[i];
       flag = 1;
-    } else if (p.deriv[0] > Scalar(0) && cand[i].deriv[0] > Scalar(0) && p.deriv[0] > cand[i].deriv[0]) {
-      p = cand[i];
+    } else if (pt.deriv[0] > Scalar(0) && cand[i].deriv[0] > Scalar(0) && pt.deriv[0] > cand[i].deriv[0]) {
+      pt = cand[i];
       flag = 2;
     }
   }
   if (flag) {
-    next.alpha = p.alpha - p.deriv[0] / p.deriv[1];
-    newton_eval(d, c, next);
+    next.alpha = pt.alpha - pt.deriv[0] / pt.deriv[1];
+    newton_eval(p, c, next);
   }
   return flag;
 }
@@ -263,31 +300,33 @@ RLK_INLINE int newton_update_bracket(const data<Scalar, Dims>& d, newton_context
 /// MuJoCo's exact line search on the piecewise-quadratic 1-D cost (PrimalSearch): a Newton step,
 /// one-sided Newton steps until the derivative changes sign, then bracketing with midpoints.
 /// Returns the step (0: no improvement) and the cost decrease in improvement.
-template <class Scalar, class Dims>
-RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context<Scalar, Dims>& c, Scalar tolerance,
-                                     int ls_iterations, Scalar& improvement) {
-  constexpr int nv = Dims::nv;
+template <class Scalar, class Dims, class P>
+RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c,
+                                     Scalar tolerance, int ls_iterations, Scalar& improvement) {
+  const int nv = p.nv;
   c.ls_iter = 0;
   improvement = Scalar(0);
   const Scalar snorm = std::sqrt(dot_n(c.search, c.search, nv));
   if (snorm < min_value<Scalar>()) return Scalar(0);
   const Scalar gtol = tolerance * snorm / c.scale;
-  mul_M(d, c.Mv, c.search);
-  mul_J(d, c.Jv, c.search);
+  mul_M(d, p, c.Mv, c.search);
+  mul_J(d, p, c.Jv, c.search);
   // quadratics (PrimalPrepare)
-  c.quadGauss[1] = dot_n(c.search, c.Ma, nv) - dot_n(d.qfrc_smooth, c.search, nv);
+  c.quadGauss[1] = dot_n(c.search, c.Ma, nv) -
+                   mj_dot_by<Scalar>([&d, &p](int k) { return d.qfrc_smooth[p.dof(k)]; }, c.search, nv);
   c.quadGauss[2] = Scalar(0.5) * dot_n(c.search, c.Mv, nv);
-  for (int i = 0; i < d.nefc; ++i) {
-    const Scalar dj = d.efc_D[i] * c.Jaref[i];
+  for (int i = 0; i < p.nefc; ++i) {
+    const Scalar D = d.efc_D[p.row(i)];
+    const Scalar dj = D * c.Jaref[i];
     c.quad[i][0] = Scalar(0.5) * (c.Jaref[i] * dj);
     c.quad[i][1] = c.Jv[i] * dj;
-    c.quad[i][2] = Scalar(0.5) * (c.Jv[i] * d.efc_D[i] * c.Jv[i]);
+    c.quad[i][2] = Scalar(0.5) * (c.Jv[i] * D * c.Jv[i]);
   }
   ls_point<Scalar> p0, p1, p2, pmid, p1next, p2next;
   p0.alpha = Scalar(0);
-  newton_eval(d, c, p0);
+  newton_eval(p, c, p0);
   p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
-  newton_eval(d, c, p1);
+  newton_eval(p, c, p1);
   if (std::fabs(p1.deriv[0]) < gtol && (p1.alpha == Scalar(0) || p1.cost < Scalar(0))) {
     improvement = -p1.cost;
     return p1.alpha;
@@ -298,7 +337,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
   while (p1.deriv[0] * dir <= -gtol && c.ls_iter < ls_iterations) {
     p2 = p1;
     p1.alpha -= p1.deriv[0] / p1.deriv[1];
-    newton_eval(d, c, p1);
+    newton_eval(p, c, p1);
     if (std::fabs(p1.deriv[0]) < gtol && p1.cost < Scalar(0)) {
       improvement = -p1.cost;
       return p1.alpha;
@@ -311,10 +350,10 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
   // bracketed search between p1 and p2
   p2next = p1;
   p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
-  newton_eval(d, c, p1next);
+  newton_eval(p, c, p1next);
   while (c.ls_iter < ls_iterations) {
     pmid.alpha = Scalar(0.5) * (p1.alpha + p2.alpha);
-    newton_eval(d, c, pmid);
+    newton_eval(p, c, pmid);
     const ls_point<Scalar> cand[3] = {p1next, p2next, pmid};
     Scalar best = Scalar(0);
     int besti = -1;
@@ -328,8 +367,8 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
       improvement = -cand[besti].cost;
       return cand[besti].alpha;
     }
-    const int b1 = newton_update_bracket(d, c, p1, cand, p1next);
-    const int b2 = newton_update_bracket(d, c, p2, cand, p2next);
+    const int b1 = newton_update_bracket(p, c, p1, cand, p1next);
+    const int b2 = newton_update_bracket(p, c, p2, cand, p2next);
     if (!b1 && !b2) {  // no progress possible at this precision: the midpoint
       improvement = -pmid.cost;
       return pmid.alpha;
@@ -346,53 +385,60 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, newton_context
   return Scalar(0);
 }
 
-/// The Newton solve of solve_constraint (rows present): the warm start, then mj_solNewton.
+/// out = M^-1 v over the problem's dofs with MuJoCo's factor (mj_solveLD; out may alias v). On an
+/// island the other trees' entries are zero: the tree-structured solve never mixes trees, so the
+/// island's entries come out as MuJoCo's island-local solve makes them.
 template <class Scalar, class Dims>
-RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
-  constexpr int nv = Dims::nv;
+RLK_INLINE void newton_solve_M(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d,
+                               const whole_problem<Dims::nv>&, Scalar* out, const Scalar* v) {
+  for (int i = 0; i < Dims::nv; ++i) out[i] = v[i];
+  solve_inertia(m, d, out);
+}
+template <class Scalar, class Dims, int NEFC>
+RLK_INLINE void newton_solve_M(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d,
+                               const island_problem<Dims::nv, NEFC>& p, Scalar* out, const Scalar* v) {
+  Scalar x[Dims::nv];
+  for (int i = 0; i < Dims::nv; ++i) x[i] = Scalar(0);
+  for (int i = 0; i < p.nv; ++i) x[p.dof(i)] = v[i];
+  solve_inertia(m, d, x);
+  for (int i = 0; i < p.nv; ++i) out[i] = x[p.dof(i)];
+}
+
+/// mj_solNewton on one problem (a whole single-tree model or one island), from d.qacc as the
+/// warm start left it: writes the problem's entries of d.qacc, d.qfrc_constraint and its rows'
+/// efc_force and efc_state; returns the Newton steps taken and adds the line-search evaluations
+/// to d.solver_neval. island_scale: the tolerances are scaled by 1 / the trace of the problem's M
+/// (MuJoCo's island solver), else by 1 / (meaninertia * nv) (islands disabled).
+template <class Scalar, class Dims, class P>
+RLK_INLINE int newton_iterate(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, const P& p, bool island_scale) {
   constexpr int nefc_ = data<Scalar, Dims>::nefc_;
-  const int nefc = d.nefc;
+  const int nv = p.nv;
   newton_context<Scalar, Dims> c;
-  // ---- warm start: the better of qacc_warmstart and qacc_smooth ----
-  if (!(m.disableflags & disable_warmstart)) {
-    Scalar jar[nefc_];
-    mul_J(d, jar, d.qacc_warmstart);
-    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    Scalar cost_warm = update_rows(d, jar);
-    mul_M(d, c.Ma, d.qacc_warmstart);
-    for (int i = 0; i < nv; ++i)
-      cost_warm += Scalar(0.5) * (c.Ma[i] - d.qfrc_smooth[i]) * (d.qacc_warmstart[i] - d.qacc_smooth[i]);
-    mul_J(d, jar, d.qacc_smooth);
-    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    const Scalar cost_smooth = update_rows(d, jar);
-    const Scalar* start = cost_warm > cost_smooth ? d.qacc_smooth : d.qacc_warmstart;
-    for (int i = 0; i < nv; ++i) d.qacc[i] = start[i];
-  } else {
-    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
-  }
-  // ---- Newton ----
   const Scalar tol = m.tolerance;
-  mul_M(d, c.Ma, d.qacc);
-  mul_J(d, c.Jaref, d.qacc);
-  for (int i = 0; i < nefc; ++i) c.Jaref[i] -= d.efc_aref[i];
-  newton_update_constraint(d, c);
-  for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
-  if (m.disableflags & disable_island) {
-    c.scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));
-  } else {
+  for (int i = 0; i < nv; ++i) c.search[i] = d.qacc[p.dof(i)];  // local copy of qacc (search is free yet)
+  mul_M(d, p, c.Ma, c.search);
+  mul_J(d, p, c.Jaref, c.search);
+  for (int i = 0; i < p.nefc; ++i) c.Jaref[i] -= d.efc_aref[p.row(i)];
+  newton_update_constraint(d, p, c);
+  for (int i = 0; i < nv; ++i) {
+    const int v = p.dof(i);
+    c.grad[i] = c.Ma[i] - d.qfrc_smooth[v] - d.qfrc_constraint[v];
+  }
+  if (island_scale) {
     Scalar trace = Scalar(0);
-    for (int i = 0; i < nv; ++i) trace += d.qM[i][i];
+    for (int i = 0; i < nv; ++i) trace += d.qM[p.dof(i)][p.dof(i)];
     c.scale = Scalar(1) / trace;
+  } else {
+    c.scale = Scalar(1) / (m.meaninertia * Scalar(Dims::nv > 1 ? Dims::nv : 1));
   }
   // zero-iteration exit, certified by the duality gap 0.5 grad' M^-1 grad and the gradient
-  for (int i = 0; i < nv; ++i) c.Mgrad[i] = c.grad[i];
-  solve_inertia(m, d, c.Mgrad);  // MuJoCo's L^T D L solve (mj_solveLD)
+  newton_solve_M(m, d, p, c.Mgrad, c.grad);  // MuJoCo's L^T D L solve (mj_solveLD)
   const Scalar gap = Scalar(0.5) * c.scale * dot_n(c.grad, c.Mgrad, nv);
   const bool small_gradient = c.scale * std::sqrt(dot_n(c.grad, c.grad, nv)) < tol;
   // mju_max(0, x) as MuJoCo writes it (0 >= x ? 0 : x): a NaN stays NaN and never counts as converged
   bool done = (Scalar(0) >= gap ? Scalar(0) : gap) < tol && small_gradient;
   if (!done) {
-    newton_factor_hessian(d, c);
+    newton_factor_hessian(d, p, c);
     solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
     const Scalar dec = Scalar(0.5) * c.scale * dot_n(c.grad, c.Mgrad, nv);
     done = small_gradient && (Scalar(0) >= dec ? Scalar(0) : dec) < tol;
@@ -411,18 +457,21 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>&
   int oldstate[nefc_];
   while (!done && iter < m.iterations) {
     Scalar ls_improvement;
-    const Scalar alpha = newton_line_search(d, c, ls_tol, m.ls_iterations, ls_improvement);
+    const Scalar alpha = newton_line_search(d, p, c, ls_tol, m.ls_iterations, ls_improvement);
     if (alpha == Scalar(0)) break;
     d.solver_neval += c.ls_iter;
     for (int i = 0; i < nv; ++i) {
-      d.qacc[i] += alpha * c.search[i];
+      d.qacc[p.dof(i)] += alpha * c.search[i];
       c.Ma[i] += alpha * c.Mv[i];
     }
-    for (int i = 0; i < nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
-    for (int i = 0; i < nefc; ++i) oldstate[i] = d.efc_state[i];
-    newton_update_constraint(d, c);
-    newton_update_hessian(d, c, oldstate);
-    for (int i = 0; i < nv; ++i) c.grad[i] = c.Ma[i] - d.qfrc_smooth[i] - d.qfrc_constraint[i];
+    for (int i = 0; i < p.nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
+    for (int i = 0; i < p.nefc; ++i) oldstate[i] = d.efc_state[p.row(i)];
+    newton_update_constraint(d, p, c);
+    newton_update_hessian(d, p, c, oldstate);
+    for (int i = 0; i < nv; ++i) {
+      const int v = p.dof(i);
+      c.grad[i] = c.Ma[i] - d.qfrc_smooth[v] - d.qfrc_constraint[v];
+    }
     solver_cholesky_solve(c.Mgrad, c.L, c.grad, nv);
     const Scalar improvement = c.scale * ls_improvement;
     const Scalar gradient = c.scale * std::sqrt(dot_n(c.grad, c.grad, nv));
@@ -432,7 +481,96 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>&
     if ((improvement > Scalar(0) && improvement < tol) || gradient < tol || decrement < tol) break;
     for (int i = 0; i < nv; ++i) c.search[i] = -c.Mgrad[i];
   }
-  d.solver_niter = iter;
+  return iter;
+}
+
+/// Splits the rows into constraint islands as MuJoCo's mj_island does (union of the trees each
+/// row touches: a limit its joint's tree, a contact the trees of its two bodies, a static body
+/// none) and solves each island on its own; the dofs of trees without rows keep qacc_smooth.
+/// Islands share no dof and no row, so their order does not matter.
+template <class Scalar, class Dims>
+RLK_INLINE void newton_islands(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  constexpr int ntree = dims_ntree<Dims>;
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  int parent[ntree];  // union-find over the trees; -1: no row touches the tree
+  for (int t = 0; t < ntree; ++t) parent[t] = -1;
+  auto root = [&parent](int t) {
+    while (parent[t] != t) t = parent[t];
+    return t;
+  };
+  int efc_tree[nefc_];
+  for (int r = 0; r < d.nefc; ++r) {
+    int t1, t2;
+    if (d.efc_type[r] == static_cast<int>(constraint_type::limit_joint)) {
+      t1 = t2 = m.dof_treeid[m.jnt_dofadr[d.efc_id[r]]];
+    } else {  // a contact
+      const contact<Scalar>& con = d.con[d.efc_id[r]];
+      t1 = m.body_treeid[m.geom_bodyid[con.geom1]];
+      t2 = m.body_treeid[m.geom_bodyid[con.geom2]];
+      if (t1 < 0) t1 = t2;
+      if (t2 < 0) t2 = t1;
+    }
+    efc_tree[r] = t1;
+    if (parent[t1] < 0) parent[t1] = t1;
+    if (parent[t2] < 0) parent[t2] = t2;
+    const int r1 = root(t1), r2 = root(t2);
+    if (r1 < r2) parent[r2] = r1;
+    else if (r2 < r1) parent[r1] = r2;
+  }
+  for (int v = 0; v < Dims::nv; ++v)
+    if (parent[m.dof_treeid[v]] < 0) d.qacc[v] = d.qacc_smooth[v];
+  int niter = 0;
+  for (int t = 0; t < ntree; ++t) {
+    if (parent[t] != t) continue;  // not an island's root
+    island_problem<Dims::nv, nefc_> p;
+    p.nv = 0;
+    p.nefc = 0;
+    for (int v = 0; v < Dims::nv; ++v) {
+      const int tv = m.dof_treeid[v];
+      if (parent[tv] >= 0 && root(tv) == t) p.dofs[p.nv++] = v;
+    }
+    for (int r = 0; r < d.nefc; ++r)
+      if (root(efc_tree[r]) == t) p.rows[p.nefc++] = r;
+    niter += newton_iterate(m, d, p, true);
+  }
+  d.solver_niter = niter;
+}
+
+/// The Newton solve of solve_constraint (rows present): the warm start over all rows and dofs,
+/// then mj_solNewton on the whole model (one tree, or islands disabled) or on each island.
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  constexpr int nv = Dims::nv;
+  constexpr int nefc_ = data<Scalar, Dims>::nefc_;
+  const int nefc = d.nefc;
+  const whole_problem<nv> whole{nefc};
+  // ---- warm start: the better of qacc_warmstart and qacc_smooth ----
+  if (!(m.disableflags & disable_warmstart)) {
+    Scalar jar[nefc_];
+    Scalar Ma[nv];
+    mul_J(d, whole, jar, d.qacc_warmstart);
+    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
+    Scalar cost_warm = update_rows(d, whole, jar);
+    mul_M(d, whole, Ma, d.qacc_warmstart);
+    for (int i = 0; i < nv; ++i)
+      cost_warm += Scalar(0.5) * (Ma[i] - d.qfrc_smooth[i]) * (d.qacc_warmstart[i] - d.qacc_smooth[i]);
+    mul_J(d, whole, jar, d.qacc_smooth);
+    for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
+    const Scalar cost_smooth = update_rows(d, whole, jar);
+    const Scalar* start = cost_warm > cost_smooth ? d.qacc_smooth : d.qacc_warmstart;
+    for (int i = 0; i < nv; ++i) d.qacc[i] = start[i];
+  } else {
+    for (int i = 0; i < nv; ++i) d.qacc[i] = d.qacc_smooth[i];
+  }
+  // ---- Newton ----
+  const bool islands = !(m.disableflags & disable_island);
+  if constexpr (dims_ntree<Dims> > 1) {
+    if (islands) {
+      newton_islands(m, d);
+      return;
+    }
+  }
+  d.solver_niter = newton_iterate(m, d, whole, islands);
 }
 
 // ---- PGS ----
@@ -522,15 +660,15 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
   const int nefc = d.nefc;
   pgs_context<Scalar, Dims> c;
   pgs_make_AR(m, d, c);
-  mul_J(d, c.b, d.qacc_smooth);
+  mul_J(d, whole_problem<nv>{nefc}, c.b, d.qacc_smooth);
   for (int i = 0; i < nefc; ++i) c.b[i] -= d.efc_aref[i];
   // ---- warm start: the primal forces at qacc_warmstart, unless the dual cost
   // f'b + 0.5 f' AR f says no force at all is better ----
   if (!(m.disableflags & disable_warmstart)) {
     Scalar tmp[nefc_];
-    mul_J(d, tmp, d.qacc_warmstart);
+    mul_J(d, whole_problem<nv>{nefc}, tmp, d.qacc_warmstart);
     for (int i = 0; i < nefc; ++i) tmp[i] -= d.efc_aref[i];
-    update_rows(d, tmp);
+    update_rows(d, whole_problem<nv>{nefc}, tmp);
     Scalar cost = mj_dot(d.efc_force, c.b, nefc);
     for (int i = 0; i < nefc; ++i) tmp[i] = c.row_dot(i, d.efc_force, nefc);
     cost += Scalar(0.5) * mj_dot(d.efc_force, tmp, nefc);
@@ -628,9 +766,12 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
 ///
 /// Newton (mj_solNewton): starts from qacc_warmstart or qacc_smooth, whichever has the lower total
 /// cost, and runs at most opt.iterations Newton steps of at most opt.ls_iterations line-search
-/// evaluations. Its tolerances are scaled as MuJoCo's island solver does (1 / the trace of M: the
-/// supported models are one kinematic tree, so their constraints form one island), or by
-/// 1 / (meaninertia * nv) when islands are disabled.
+/// evaluations. With islands enabled (MuJoCo's default) it solves each constraint island on its
+/// own as MuJoCo 3.12 does: a model of one kinematic tree has one island, a model of several
+/// (dims_ntree) as many as the rows connect, each over its own dofs and rows with its tolerances
+/// scaled by 1 / the trace of its M, and the dofs no row touches keep qacc_smooth. With islands
+/// disabled it solves all rows at once with tolerances scaled by 1 / (meaninertia * nv).
+/// solver_niter is then the sum of the islands' Newton steps.
 ///
 /// PGS (mj_solPGS): starts from the forces of the rows at qacc_warmstart (or none, when the dual
 /// cost of those is positive) and runs at most opt.iterations sweeps over the rows in a shuffled
@@ -639,6 +780,8 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void solve_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   constexpr int nv = Dims::nv;
+  static_assert(!(dims_pgs<Dims> && dims_ntree<Dims> > 1),
+                "rlkernels::physics: PGS on a model of several kinematic trees (its island-local solves) is not supported");
   for (int i = 0; i < nv; ++i) d.qfrc_constraint[i] = Scalar(0);
   d.solver_niter = 0;
   d.solver_neval = 0;
