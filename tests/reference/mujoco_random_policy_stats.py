@@ -26,7 +26,8 @@ assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gy
 # HumanoidStandup's all run 1000 steps.
 EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 800,
             "Ant-v5": 4000, "Humanoid-v5": 2000, "HumanoidStandup-v5": 400,
-            "InvertedPendulum-v5": 2000, "InvertedDoublePendulum-v5": 2000, "Swimmer-v5": 800}
+            "InvertedPendulum-v5": 2000, "InvertedDoublePendulum-v5": 2000, "Swimmer-v5": 800,
+            "Reacher-v5": 2000}
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mujoco_random_policy_stats.csv")
 only = sys.argv[1:]
 for env_id in only:

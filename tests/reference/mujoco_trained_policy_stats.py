@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Episode lengths and returns of Gymnasium's Walker2d-v5, Hopper-v5 and Ant-v5 under a trained
+"""Episode lengths and returns of Gymnasium's Walker2d-v5, Hopper-v5, Ant-v5 and Reacher-v5 under a trained
 deterministic policy, for the statistical comparison in tests/envs/mujoco_envs_test.cpp ("under a
 trained policy ..."): rlkernels' envs, with their own reset streams, must be indistinguishable from
 these.
@@ -13,11 +13,14 @@ The policies are rlkernels policy files (rlkernels/algorithms/policy_file.hpp; d
         --export-policy tests/reference/mujoco_hopper_v5_policy.txt
     build/default/examples/train_ppo --env Ant-v5 --seed 3 --backend serial \
         --export-policy tests/reference/mujoco_ant_v5_policy.txt
+    build/default/examples/train_ppo --env Reacher-v5 --seed 1 --backend serial \
+        --export-policy tests/reference/mujoco_reacher_v5_policy.txt
 
 (the presets, 1M steps: for the walkers CleanRL's ppo_continuous_action settings, 64-64 tanh
 networks; for Ant the zoo's tuned Ant settings, 256-256 ReLU. The evaluation printed 2612 +- 906 for
 Walker2d, 3607 +- 364 for Hopper and 3154 +- 932 for Ant over 100 episodes; Ant's seed 1 reached
-only 1220, seed 3 is the best of docs/training.md's five).
+only 1220, seed 3 is the best of docs/training.md's five; Reacher, the zoo's Reacher settings, 64-64
+tanh, evaluated at -4.12 +- 1.87).
 
 The action is computed here from the file in float64 as policy_file::act does (normalise and clip
 the observation, the MLP, clip to the action bounds); the C++ test evaluates the same file. Episode
@@ -25,8 +28,10 @@ k resets with seed k; the policy is deterministic, so the reset noise is the onl
 
     pip install mujoco==3.12.0 gymnasium==1.4.0
     python3 tests/reference/mujoco_trained_policy_stats.py   # writes tests/reference/mujoco_trained_policy_stats.csv
+    python3 tests/reference/mujoco_trained_policy_stats.py Reacher-v5   # rewrites that env's rows only
 """
 import os
+import sys
 
 import gymnasium as gym
 import mujoco
@@ -36,13 +41,13 @@ assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {
 assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EPISODES = {"Walker2d-v5": 2000, "Hopper-v5": 2000, "Ant-v5": 2000}
+EPISODES = {"Walker2d-v5": 2000, "Hopper-v5": 2000, "Ant-v5": 2000, "Reacher-v5": 2000}
 POLICIES = {"Walker2d-v5": "mujoco_walker2d_v5_policy.txt", "Hopper-v5": "mujoco_hopper_v5_policy.txt",
-            "Ant-v5": "mujoco_ant_v5_policy.txt"}
+            "Ant-v5": "mujoco_ant_v5_policy.txt", "Reacher-v5": "mujoco_reacher_v5_policy.txt"}
 
 
 class Policy:
-    """An rlkernels policy file (format version 1)."""
+    """An rlkernels policy file (format version 1, or 2 with a clipped action)."""
 
     def __init__(self, path):
         with open(path) as f:
@@ -52,11 +57,14 @@ class Policy:
         def numbers(t):
             return np.array([float.fromhex(x) for x in t], dtype=np.float64)
 
-        assert next(it) == ["rlkernels-policy", "1"], f"{path}: not an rlkernels policy file (version 1)"
+        header = next(it)
+        assert header[0] == "rlkernels-policy" and header[1] in ("1", "2"), f"{path}: not an rlkernels policy file"
         self.env = next(it)[1]
         self.observation_size = int(next(it)[1])
         action = next(it)
         assert action[1] == "continuous", "only continuous policies here"
+        # version 2 names the output map: PPO's Gaussian mean is clipped (version 1 always was)
+        assert len(action) == 5 or action[5] == "clip", "only clipped (PPO) actions here"
         self.action_size = int(action[2])
         self.low, self.high = float.fromhex(action[3]), float.fromhex(action[4])
         norm = next(it)
@@ -89,9 +97,20 @@ class Policy:
 
 def main():
     out = os.path.join(HERE, "mujoco_trained_policy_stats.csv")
+    only = sys.argv[1:]
+    for env_id in only:
+        assert env_id in EPISODES, f"unknown env {env_id}; choose from {', '.join(EPISODES)}"
+    kept = []  # with env ids given, the other envs' rows stay as they are
+    if only and os.path.exists(out):
+        with open(out) as f:
+            kept = [line for line in f.readlines()[1:] if line.split(",", 1)[0] not in only]
     with open(out, "w") as f:
         f.write("env,episode,length,return,terminated\n")
+        for line in kept:
+            f.write(line)
         for env_id, episodes in EPISODES.items():
+            if only and env_id not in only:
+                continue
             policy = Policy(os.path.join(HERE, POLICIES[env_id]))
             assert policy.env == env_id, f"{POLICIES[env_id]} was trained on {policy.env}"
             env = gym.make(env_id)

@@ -24,6 +24,7 @@
 #include "mujoco/humanoid_standup.hpp"
 #include "mujoco/inverted_double_pendulum.hpp"
 #include "mujoco/inverted_pendulum.hpp"
+#include "mujoco/reacher.hpp"
 #include "mujoco/swimmer.hpp"
 #include "mujoco/walker2d.hpp"
 #include "mountain_car_continuous.hpp"
@@ -153,6 +154,7 @@ void for_each_entry(F&& f) {
                                                      9100.0)))
     return;
   if (f(make_entry<swimmer<Scalar>>("Swimmer-v5", "swimmer", {}, 360.0))) return;
+  if (f(make_entry<reacher<Scalar>>("Reacher-v5", "reacher", {}, -3.75))) return;  // 50 steps
   // RLtools' Learning-to-Fly Crazyflie, as the l2f package defines it (l2f.Environment())
   if (f(make_entry<quadrotor<Scalar>>("L2F-Crazyflie-v0", "quadrotor", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
