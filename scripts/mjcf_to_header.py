@@ -16,8 +16,8 @@ header's first lines and stderr say which. Anything else outside the engine's su
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
 collide only with planes; fixed tendons
 (length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
-flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver;
-Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
+flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver
+(Newton also on several kinematic trees: constraint islands); Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
 
