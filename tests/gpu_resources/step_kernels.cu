@@ -25,8 +25,9 @@
 // RLK_RESOURCE_ENVS: checked against the budget (the CTest), one kernel of each kind: a classic env,
 // the quadrotor, the planar robots at both ends of their size (Hopper, 128 registers; Walker2d at
 // 255: HalfCheetah runs the same engine code on a model of Walker2d's size), a 3D robot with floor
-// contacts (Ant), the largest model (Humanoid), a model with fluid forces (Swimmer) and one of
-// two kinematic trees, solved by constraint islands (Reacher).
+// contacts (Ant), the largest model (Humanoid) and one of two kinematic trees, solved by
+// constraint islands (Reacher; Swimmer's fluid forces moved to the unchecked list to keep the test
+// command's time).
 // RLK_RESOURCE_MORE_ENVS: only with RLK_RESOURCE_MORE=1 (scripts/gpu_resources.py --more, for
 // docs/gpu-resources.md), reported and not checked, kept out of the test command because each
 // adds about 10 s of nvcc.
@@ -37,7 +38,6 @@
   X(walker2d_float, rlkernels::walker2d<float>)         \
   X(ant_float, rlkernels::ant<float>)                   \
   X(humanoid_float, rlkernels::humanoid<float>)         \
-  X(swimmer_float, rlkernels::swimmer<float>)         \
   X(reacher_float, rlkernels::reacher<float>)
 #if RLK_RESOURCE_MORE
 #define RLK_RESOURCE_MORE_ENVS(X)                       \
@@ -50,6 +50,7 @@
   X(humanoid_standup_float, rlkernels::humanoid_standup<float>) \
   X(inverted_pendulum_float, rlkernels::inverted_pendulum<float>) \
   X(inverted_double_pendulum_float, rlkernels::inverted_double_pendulum<float>) \
+  X(swimmer_float, rlkernels::swimmer<float>) \
   X(swimmer_double, rlkernels::swimmer<double>) \
   X(reacher_double, rlkernels::reacher<double>) \
   X(my_robot_float, my_robot_env<float>)
