@@ -511,6 +511,7 @@ RLK_INLINE void newton_islands(const model<Scalar, Dims>& m, data<Scalar, Dims>&
       if (t2 < 0) t2 = t1;
     }
     efc_tree[r] = t1;
+    if (t1 < 0) continue;  // two static bodies: cannot occur (the generator's pairs exclude them)
     if (parent[t1] < 0) parent[t1] = t1;
     if (parent[t2] < 0) parent[t2] = t2;
     const int r1 = root(t1), r2 = root(t2);
@@ -530,7 +531,7 @@ RLK_INLINE void newton_islands(const model<Scalar, Dims>& m, data<Scalar, Dims>&
       if (parent[tv] >= 0 && root(tv) == t) p.dofs[p.nv++] = v;
     }
     for (int r = 0; r < d.nefc; ++r)
-      if (root(efc_tree[r]) == t) p.rows[p.nefc++] = r;
+      if (efc_tree[r] >= 0 && root(efc_tree[r]) == t) p.rows[p.nefc++] = r;
     niter += newton_iterate(m, d, p, true);
   }
   d.solver_niter = niter;
