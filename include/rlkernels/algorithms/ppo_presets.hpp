@@ -10,6 +10,27 @@
 
 namespace rlkernels {
 
+namespace detail {
+/// What rl-baselines3-zoo's MuJoCo settings share: SB3's PPO defaults (1 env, a constant learning
+/// rate, the value loss unclipped, 64-64 tanh networks, log_std_init 0) with the zoo's
+/// `normalize: true` (observations and rewards, both clipped at 10), for 1M env steps.
+inline ppo_config zoo_ppo_base() {
+  ppo_config c;
+  c.num_envs = 1;
+  c.total_timesteps = 1000000;
+  c.anneal_lr = false;
+  c.clip_value_loss = false;
+  c.normalize_observations = true;
+  c.normalize_rewards = true;
+  c.observation_clip = 10.0;
+  c.reward_clip = 10.0;
+  c.hidden_sizes = {64, 64};
+  c.hidden_activation = activation::tanh;
+  c.init_log_std = 0.0;
+  return c;
+}
+}  // namespace detail
+
 /// @brief PPO hyperparameters tuned for the env `id` (a Gymnasium id); CleanRL's ppo.py defaults
 /// for discrete envs without a preset, ppo_continuous_action.py's for continuous ones
 /// (`continuous` says which). The seed is left at 1.
@@ -89,16 +110,8 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
     c.normalize_observations = true;
     c.normalize_rewards = true;
   } else if (id == "HalfCheetah-v5") {
-    c = ppo_config{};
-    c.num_envs = 1;
+    c = detail::zoo_ppo_base();
     c.num_steps = 512;
-    c.total_timesteps = 1000000;
-    c.anneal_lr = false;
-    c.clip_value_loss = false;
-    c.normalize_observations = true;
-    c.normalize_rewards = true;
-    c.observation_clip = 10.0;
-    c.reward_clip = 10.0;
     c.num_minibatches = 512 / 64;
     c.update_epochs = 20;
     c.learning_rate = 2.0633e-05;
@@ -114,16 +127,8 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
   } else if (id == "Hopper-v5" || id == "Walker2d-v5") {
     c = ppo_config::cleanrl_continuous();
   } else if (id == "Ant-v5") {
-    c = ppo_config{};
-    c.num_envs = 1;
+    c = detail::zoo_ppo_base();
     c.num_steps = 512;
-    c.total_timesteps = 1000000;
-    c.anneal_lr = false;
-    c.clip_value_loss = false;
-    c.normalize_observations = true;
-    c.normalize_rewards = true;
-    c.observation_clip = 10.0;
-    c.reward_clip = 10.0;
     c.num_minibatches = 512 / 32;
     c.update_epochs = 10;
     c.learning_rate = 1.90609e-05;
@@ -138,19 +143,7 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
     c.init_log_std = -2.0;
   } else if (id == "InvertedPendulum-v5" || id == "InvertedDoublePendulum-v5" || id == "Reacher-v5" ||
              id == "Swimmer-v5") {
-    // rl-baselines3-zoo's `normalize: true` on SB3's PPO defaults (see the list above)
-    c = ppo_config{};
-    c.num_envs = 1;
-    c.total_timesteps = 1000000;
-    c.anneal_lr = false;
-    c.clip_value_loss = false;
-    c.normalize_observations = true;
-    c.normalize_rewards = true;
-    c.observation_clip = 10.0;
-    c.reward_clip = 10.0;
-    c.hidden_sizes = {64, 64};
-    c.hidden_activation = activation::tanh;
-    c.init_log_std = 0.0;
+    c = detail::zoo_ppo_base();
     if (id == "InvertedPendulum-v5") {
       c.num_steps = 32;
       c.num_minibatches = 1;  // the zoo's batch_size 64 over a rollout of 32
