@@ -13,8 +13,8 @@ which MuJoCo's mj_collision visits them.
 Visual geoms of types the engine does not collide (contype = conaffinity = 0: cylinders,
 ellipsoids, meshes, ...) and sensors cannot act on the dynamics: they are dropped, and the
 header's first lines and stderr say which. Anything else outside the engine's subset is refused,
-with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, and boxes that
-collide only with planes; fixed tendons
+with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, boxes that
+collide only with planes, cylinders that collide with planes, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
 (length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
 flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver
 (Newton also on several kinematic trees: constraint islands); Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
@@ -35,17 +35,25 @@ REFERENCE_MUJOCO = "3.12.0"
 # how many contacts each can return.
 PLANE, SPHERE, CAPSULE = int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_SPHERE), int(mujoco.mjtGeom.mjGEOM_CAPSULE)
 BOX = int(mujoco.mjtGeom.mjGEOM_BOX)
+CYLINDER = int(mujoco.mjtGeom.mjGEOM_CYLINDER)
 MAX_CONTACTS = {
     (PLANE, SPHERE): 1,
     (PLANE, CAPSULE): 2,
     (PLANE, BOX): 4,
+    (PLANE, CYLINDER): 4,
     (SPHERE, SPHERE): 1,
     (SPHERE, CAPSULE): 1,
     (CAPSULE, CAPSULE): 2,
+    # MuJoCo's general convex collider (GJK/EPA) with multiCCD: 1 + 4 contacts
+    (CAPSULE, CYLINDER): 5,
+    (CYLINDER, CYLINDER): 5,
 }
+CONVEX_PAIRS = {(CAPSULE, CYLINDER), (CYLINDER, CYLINDER)}
 HINGE, SLIDE = int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)
 BALL, FREE = int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)
-GEOM_NAMES = {PLANE: "plane", SPHERE: "sphere", CAPSULE: "capsule", BOX: "box"}
+GEOM_NAMES = {PLANE: "plane", SPHERE: "sphere", CAPSULE: "capsule", CYLINDER: "cylinder", BOX: "box"}
+# Visual-only geoms of these types stay in the header; other visual-only geoms are dropped.
+VISUAL_KEPT = (PLANE, SPHERE, CAPSULE, BOX)
 
 # Disable flags the engine honours (the others must be left at their defaults).
 D = mujoco.mjtDisableBit
@@ -93,9 +101,10 @@ def visual_only(m, g):
 
 def dropped_geoms(m):
     """The geoms left out of the header: visual-only geoms of a type the engine has no use for
-    (cylinder, ellipsoid, mesh, height field, ...). Visual-only geoms of the supported types stay
-    (harmless, and the header's geom ids then equal mjModel's)."""
-    return [g for g in range(m.ngeom) if int(m.geom_type[g]) not in GEOM_NAMES and visual_only(m, g)]
+    (cylinder, ellipsoid, mesh, height field, ...). Visual-only planes, spheres, capsules and boxes
+    stay (harmless, and the header's geom ids then equal mjModel's); a visual cylinder is dropped
+    like the rest (nothing reads it), a colliding one is kept."""
+    return [g for g in range(m.ngeom) if int(m.geom_type[g]) not in VISUAL_KEPT and visual_only(m, g)]
 
 
 def check_supported(m, problems):
@@ -172,7 +181,7 @@ def check_supported(m, problems):
             continue  # never collides: its contact settings do not matter
         if int(m.geom_type[g]) not in GEOM_NAMES:
             refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} can collide (the engine collides "
-                   f"plane, sphere, capsule and box; a visual geom with contype=\"0\" conaffinity=\"0\" is dropped)")
+                   f"plane, sphere, capsule, cylinder and box; a visual geom with contype=\"0\" conaffinity=\"0\" is dropped)")
             continue
         if m.geom_condim[g] not in (1, 3):
             refuse(f"geom '{gn}': condim {m.geom_condim[g]} (only 1 and 3)")
@@ -333,6 +342,15 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         raise Unsupported(problems[0] if len(problems) == 1 else
                           f"{len(problems)} features outside the engine's subset:\n  - " + "\n  - ".join(problems))
     geom_id = {g: i for i, g in enumerate(keep)}  # mjModel's geom id -> the header's
+    # pairs for MuJoCo's general convex collider: its native GJK/EPA with multiCCD (the engine has
+    # no libccd path and no single-contact mode)
+    convex = any((int(m.geom_type[g1]), int(m.geom_type[g2])) in CONVEX_PAIRS for (g1, g2, _) in pairs)
+    if convex and m.opt.disableflags & (int(D.mjDSBL_NATIVECCD) | int(D.mjDSBL_MULTICCD)):
+        raise Unsupported("<flag nativeccd=\"disable\"> or <flag multiccd=\"disable\">: the engine's convex collider "
+                          "is MuJoCo's native GJK/EPA with multiCCD")
+    if convex and not 1 <= m.opt.ccd_iterations <= 150:
+        raise Unsupported(f"<option ccd_iterations={m.opt.ccd_iterations}>: the engine takes 1 to 150 (its EPA "
+                          f"polytope is on the stack)")
     pairs = [(geom_id[g1], geom_id[g2], maxcon) for (g1, g2, maxcon) in pairs]
     nlimited = int(sum(1 for j in range(m.njnt) if m.jnt_limited[j]))
     ncon = sum(p[2] for p in pairs)
@@ -386,6 +404,9 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     integer("disableflags", opt.disableflags)
     integer("enableflags", opt.enableflags)
     scalar("meaninertia", m.stat.meaninertia)
+    if convex:
+        out("  // the general convex collider (GJK/EPA; its iterations are Dims::ccd_iterations)")
+        scalar("ccd_tolerance", opt.ccd_tolerance)
     if has_fluid(m):
         out("  // the medium of the fluid forces (inertia-box model)")
         scalar("density", opt.density)
@@ -473,6 +494,9 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                              "actuator_biasprm"))
     if has_fluid(m):  # written only with fluid forces (a Dims without fluid has none)
         dims_members.append(("fluid", 1, "fluid forces (inertia-box model): the model carries density, viscosity, wind"))
+    if convex:  # written only with convex pairs (a Dims without ccd_iterations has none)
+        dims_members.append(("ccd_iterations", int(opt.ccd_iterations), "GJK/EPA iterations of the convex collider "
+                             "(capsule/cylinder-cylinder pairs; sizes EPA's polytope)"))
     if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
         dims_members.append(("solver", 0, "the PGS solver (mjtSolver): the workspace makes room for its matrix"))
     dims_decls = [f"static constexpr int {member} = {value};" for member, value, _ in dims_members]

@@ -27,7 +27,7 @@ for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("h
                   ("ant", "ant.xml"), ("humanoid", "humanoid.xml"), ("humanoid_standup", "humanoidstandup.xml"),
                   ("inverted_pendulum", "inverted_pendulum.xml"),
                   ("inverted_double_pendulum", "inverted_double_pendulum.xml"), ("swimmer", "swimmer.xml"),
-                  ("reacher", "reacher.xml")):
+                  ("reacher", "reacher.xml"), ("pusher", "pusher_v5.xml")):
     committed = open(os.path.join(root, "include", "rlkernels", "envs", "mujoco", "models", name + ".hpp")).read()
     first = committed.splitlines()[0]
     flags = first[first.index(xml) + len(xml):first.index(" with MuJoCo")].split()
@@ -60,6 +60,9 @@ BASE = """<mujoco>
   {extra}
 </mujoco>"""
 cases = [
+    ("sphere against a cylinder", dict(body='<geom name="can" type="cylinder" size=".1 .05"/><body name="c" pos="0 0 .3">'
+                                            '<joint type="hinge"/><geom name="ball" type="sphere" size=".05"/></body>',
+                                       extra=""), "no sphere-cylinder collision"),
     ("limited ball joint", dict(body='<joint name="shoulder" type="ball" range="0 1"/><geom type="sphere" size=".1"/>',
                                 extra=""), "joint 'shoulder'"),
     ("ball joint stiffness", dict(body='<joint name="wrist" type="ball" stiffness="2"/><geom type="sphere" size=".1"/>',
@@ -180,14 +183,14 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"visual geoms and sensors: '{want}' not in the header ({r.stderr.strip()})")
     if "Geoms dropped" not in r.stderr or "Sensors dropped" not in r.stderr:
         failures.append(f"visual geoms and sensors: stderr does not say what was dropped: {r.stderr.strip()}")
-    # A cylinder that can collide is refused; several problems are named in one message.
+    # An ellipsoid that can collide is refused; several problems are named in one message.
     with open(visual, "w") as f:
         f.write(BASE.format(body='<joint name="slip" type="hinge" frictionloss="1"/>'
-                                 '<geom name="wheel" type="cylinder" size=".1 .05"/>'
+                                 '<geom name="wheel" type="ellipsoid" size=".1 .05 .05"/>'
                                  '<geom name="toe" type="sphere" size=".05" condim="6"/>', extra=""))
     r = run(visual, "x")
     if r.returncode == 0:
-        failures.append("a colliding cylinder, condim 6 and frictionloss were accepted")
+        failures.append("a colliding ellipsoid, condim 6 and frictionloss were accepted")
     else:
         for want in ("3 features outside the engine's subset", "geom 'wheel'", "geom 'toe'", "joint 'slip'"):
             if want not in r.stderr:

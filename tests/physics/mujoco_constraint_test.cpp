@@ -509,6 +509,169 @@ TEST_CASE("colliders equal MuJoCo's for spheres, capsules and parallel capsules"
   CHECK(err <= 1e-12);
 }
 
+namespace {
+
+/// A floor and two free bodies for the cylinder colliders: plane-cylinder (MuJoCo's primitive)
+/// and capsule-cylinder, cylinder-cylinder (its GJK/EPA with multiCCD).
+struct convex_dims {
+  static constexpr bool efc_terms = true;
+  static constexpr int nq = 14, nv = 12, nu = 0, nbody = 3, njnt = 2, ngeom = 3;
+  static constexpr int npair = 3, ncon = 14, nefc = 60;
+  static constexpr int ccd_iterations = 35;
+};
+
+std::string convex_xml(const char* type_a, const char* size_a, const char* size_b, bool margins) {
+  std::ostringstream x;
+  const char* m_floor = margins ? " margin='0.004' gap='0.002'" : "";
+  const char* m_a = margins ? " margin='0.01' gap='0.005'" : "";
+  const char* m_b = margins ? " margin='0.002'" : "";
+  x << "<mujoco><worldbody>"
+    << "<geom name='floor' type='plane' size='5 5 .1'" << m_floor << " condim='3' friction='0.8 0.01 0.001'/>"
+    << "<body name='a' pos='0 0 0.2'><freejoint/><geom type='" << type_a << "' size='" << size_a << "'" << m_a
+    << " condim='1' priority='1'/></body>"
+    << "<body name='b' pos='0 0 0.4'><freejoint/><geom type='cylinder' size='" << size_b << "'" << m_b
+    << " condim='3' solmix='2'/></body>"
+    << "</worldbody></mujoco>";
+  return x.str();
+}
+
+void random_quat(test_rng& rng, double* q) {
+  double n = 0;
+  for (int k = 0; k < 4; ++k) {
+    q[k] = rng.uniform(-1, 1);
+    n += q[k] * q[k];
+  }
+  for (int k = 0; k < 4; ++k) q[k] /= std::sqrt(n);
+}
+
+}  // namespace
+
+TEST_CASE("cylinder contacts (plane-cylinder; capsule- and cylinder-cylinder by GJK/EPA + multiCCD) equal MuJoCo's",
+          "[mujoco][constraint][convex]") {
+  // Random poses of a capsule (or cylinder) and a cylinder near each other and the floor: any
+  // orientation, or (one pose in four) upright or on its side so that discs lie flat and the
+  // plane-cylinder collider's parallel branch runs; body b placed within reach of body a, so that
+  // the pairs go from apart through shallow (GJK on the capsule's segment) to deep (GJK + EPA).
+  struct convex_case {
+    const char *ta, *sa, *sb;
+  };
+  const convex_case cases[] = {{"capsule", "0.06 0.2", "0.05 0.08"}, {"cylinder", "0.07 0.1", "0.05 0.08"},
+                               {"capsule", "0.02 0.1", "0.05 0.05"}};
+  double err = 0;
+  long configurations = 0, plane_cyl = 0, convex = 0, multi = 0, deep = 0, shallow = 0, excluded = 0;
+  int max_per_pair = 0;
+  test_rng rng(777);
+  for (const auto& cc : cases) {
+    for (int margins = 0; margins < 2; ++margins) {
+      const std::string xml = convex_xml(cc.ta, cc.sa, cc.sb, margins == 1);
+      char error[1024] = "";
+      mjSpec* spec = mj_parseXMLString(xml.c_str(), nullptr, error, sizeof error);
+      INFO(error);
+      REQUIRE(spec != nullptr);
+      mjModel* raw = mj_compile(spec, nullptr);
+      mj_deleteSpec(spec);
+      REQUIRE(raw != nullptr);
+      mj_model_ptr mm(raw);
+      mjModel* m = mm.get();
+      const auto dd = make_mj_data(m);
+      mjData* d = dd.get();
+      physics::model<double, convex_dims> pm{};
+      pm.ccd_tolerance = m->opt.ccd_tolerance;
+      REQUIRE(m->opt.ccd_iterations == convex_dims::ccd_iterations);
+      for (int g = 0; g < 3; ++g) {
+        pm.geom_type_[g] = static_cast<physics::geom_type>(m->geom_type[g]);
+        pm.geom_bodyid[g] = m->geom_bodyid[g];
+        pm.geom_condim[g] = m->geom_condim[g];
+        pm.geom_priority[g] = m->geom_priority[g];
+        pm.geom_solmix[g] = m->geom_solmix[g];
+        pm.geom_margin[g] = m->geom_margin[g];
+        pm.geom_gap[g] = m->geom_gap[g];
+        for (int k = 0; k < 2; ++k) pm.geom_solref[g][k] = m->geom_solref[2 * g + k];
+        for (int k = 0; k < 5; ++k) pm.geom_solimp[g][k] = m->geom_solimp[5 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_friction[g][k] = m->geom_friction[3 * g + k];
+        for (int k = 0; k < 3; ++k) pm.geom_size[g][k] = m->geom_size[3 * g + k];
+        if (g > 0) REQUIRE(physics::detail::bounding_radius(pm, g) == m->geom_rbound[g]);
+      }
+      const int pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
+      const int maxcon[3] = {m->geom_type[1] == mjGEOM_CAPSULE ? 2 : 4, 4, 5};
+      for (int p = 0, adr = 0; p < 3; ++p) {
+        pm.pair_geom1[p] = pairs[p][0];
+        pm.pair_geom2[p] = pairs[p][1];
+        pm.pair_maxcon[p] = maxcon[p];
+        pm.pair_conadr[p] = adr;
+        adr += maxcon[p];
+      }
+      for (int trial = 0; trial < 4000; ++trial) {
+        mj_resetData(m, d);
+        double q[4];
+        for (int body = 0; body < 2; ++body) {
+          double* qp = d->qpos + 7 * body;
+          if (trial % 4 == 0) {  // upright or on its side (a quarter turn about x), turned about z
+            const double h = std::sqrt(0.5), yaw = rng.uniform(-3.2, 3.2);
+            const double side[4] = {h, h, 0, 0}, up[4] = {1, 0, 0, 0};
+            const double z[4] = {std::cos(yaw / 2), 0, 0, std::sin(yaw / 2)};
+            mju_mulQuat(q, z, rng.uniform(0, 1) < 0.5 ? up : side);
+            if (rng.uniform(0, 1) < 0.3) q[0] = 1, q[1] = q[2] = q[3] = 0;  // exactly upright
+          } else {
+            random_quat(rng, q);
+          }
+          for (int k = 0; k < 4; ++k) qp[3 + k] = q[k];
+          qp[0] = rng.uniform(-0.1, 0.1);
+          qp[1] = rng.uniform(-0.1, 0.1);
+          qp[2] = rng.uniform(0.0, 0.3);
+        }
+        if (trial % 2 == 1) {  // b close to a: shallow and deep geom-geom contacts
+          const double r = rng.uniform(0.0, 0.25);
+          double dir[3] = {rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1)};
+          const double n = std::sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]) + 1e-12;
+          for (int k = 0; k < 3; ++k) d->qpos[7 + k] = d->qpos[k] + r * dir[k] / n;
+        }
+        mj_kinematics(m, d);
+        mj_collision(m, d);
+        physics::data<double, convex_dims> o{};
+        for (int g = 0; g < 3; ++g) {
+          for (int k = 0; k < 3; ++k) o.geom_xpos[g][k] = d->geom_xpos[3 * g + k];
+          for (int k = 0; k < 9; ++k) o.geom_xmat[g][k] = d->geom_xmat[9 * g + k];
+        }
+        physics::collide(pm, o);
+        INFO(cc.ta << "-cylinder margins " << margins << " trial " << trial);
+        REQUIRE(o.warning == 0);
+        REQUIRE(o.ncon == d->ncon);
+        int used[convex_dims::ncon] = {};
+        int between = 0;
+        for (int i = 0; i < d->ncon; ++i) {
+          const mjContact& c = d->contact[i];
+          int j = 0;
+          while (j < o.ncon && (used[j] || o.con[j].geom1 != c.geom[0] || o.con[j].geom2 != c.geom[1])) ++j;
+          REQUIRE(j < o.ncon);
+          used[j] = 1;
+          err = std::max(err, contact_error(o, j, c));
+          excluded += o.con[j].exclude;
+          const bool geom_geom = c.geom[0] != 0;
+          between += geom_geom;
+          convex += geom_geom;
+          plane_cyl += !geom_geom && m->geom_type[c.geom[1]] == mjGEOM_CYLINDER;
+          deep += geom_geom && c.dist < -0.01;
+          shallow += geom_geom && c.dist > -0.002;
+        }
+        multi += between > 1;
+        max_per_pair = std::max(max_per_pair, between);
+        ++configurations;
+      }
+    }
+  }
+  std::printf("[constraint] cylinders: %ld configurations, %ld plane-cylinder and %ld GJK/EPA contacts (%ld deeper "
+              "than 1 cm, %ld within 2 mm; %ld pairs with 2+ from multiCCD, at most %d; %ld in the gap); max error %.3g\n",
+              configurations, plane_cyl, convex, deep, shallow, multi, max_per_pair, excluded, err);
+  CHECK(plane_cyl > 5000);
+  CHECK(convex > 5000);
+  CHECK(deep > 1000);
+  CHECK(shallow > 500);
+  CHECK(multi > 500);
+  CHECK(max_per_pair == 5);
+  CHECK(err == 0);
+}
+
 TEST_CASE("plane-box contacts equal MuJoCo's from random poses", "[mujoco][constraint][box]") {
   // The box crawler (boxes and a capsule against a floor and a tilted ramp) in random poses: any
   // orientation, or (one pose in three) a multiple of 90 degrees about each axis, so that a face
@@ -928,7 +1091,98 @@ void run_islands(int nstates) {
 
 }  // namespace
 
+namespace {
+
+/// Pusher in random arm poses with the object placed under one of the wrist's three capsules (as
+/// the task makes it), random velocities, warm starts and controls: forward (contacts, rows,
+/// islands, qacc) and one step against MuJoCo's, from the capsule-cylinder contacts of GJK/EPA and
+/// multiCCD through the islands they merge (the arm and the object in one).
+void run_pusher_push(int nstates) {
+  using Dims = pusher_case::dims;
+  const auto mj = load_mj_model(model_file(pusher_case::xml));
+  mjModel* m = mj.get();
+  REQUIRE(m->ntree == 3);
+  const auto ref = make_mj_data(m);
+  const auto ours = pusher_case::model<double>();
+  auto o_ptr = std::make_unique<physics::data<double, Dims>>();
+  physics::data<double, Dims>& o = *o_ptr;
+  test_rng rng(5150);
+  const int nv = m->nv, nq = m->nq;
+  double e_fwd = 0, e_step = 0;
+  long touching = 0, merged = 0, convex_contacts = 0, multi = 0;
+  for (int s = 0; s < nstates; ++s) {
+    mj_resetData(m, ref.get());
+    for (int j = 0; j < 7; ++j) {  // the arm within its ranges (a little past them: limit rows)
+      const double lo = m->jnt_range[2 * j], hi = m->jnt_range[2 * j + 1];
+      ref->qpos[j] = rng.uniform(lo - 0.05, hi + 0.05);
+    }
+    mj_kinematics(m, ref.get());
+    const int g = 13 + int(rng.uniform(0, 3));  // a wrist capsule
+    const double* p = ref->geom_xpos + 3 * g;
+    // the object's slides (y, then x) put its centre near the capsule's, seen from above
+    ref->qpos[7] = p[1] - m->body_pos[3 * 11 + 1] + rng.uniform(-0.06, 0.06);
+    ref->qpos[8] = p[0] - m->body_pos[3 * 11 + 0] + rng.uniform(-0.06, 0.06);
+    ref->qpos[9] = rng.uniform(-0.1, 0.1);
+    ref->qpos[10] = rng.uniform(-0.1, 0.1);
+    for (int i = 0; i < nv; ++i) ref->qvel[i] = rng.uniform(-1, 1);
+    for (int i = 0; i < nv; ++i) ref->qacc_warmstart[i] = rng.uniform(0, 1) < 0.3 ? 0.0 : rng.uniform(-50, 50);
+    for (int a = 0; a < m->nu; ++a) ref->ctrl[a] = rng.uniform(-2, 2);
+    double qpos[11], qvel[11], warm[11];
+    for (int i = 0; i < nq; ++i) qpos[i] = ref->qpos[i];
+    for (int i = 0; i < nv; ++i) qvel[i] = ref->qvel[i], warm[i] = ref->qacc_warmstart[i];
+    copy_state_from_mujoco(m, ref.get(), o);
+    mj_forward(m, ref.get());
+    physics::forward(ours, o);
+    INFO("state " << s);
+    REQUIRE(o.warning == 0);
+    REQUIRE(o.ncon == ref->ncon);
+    REQUIRE(o.nefc == ref->nefc);
+    double e = max_scaled_error(o.qacc, ref->qacc, nv);
+    for (int i = 0; i < ref->ncon; ++i) {
+      REQUIRE(o.con[i].geom1 == ref->contact[i].geom[0]);
+      REQUIRE(o.con[i].geom2 == ref->contact[i].geom[1]);
+      e = std::max(e, scaled_error(o.con[i].dist, ref->contact[i].dist));
+      for (int k = 0; k < 3; ++k) e = std::max(e, scaled_error(o.con[i].pos[k], ref->contact[i].pos[k]));
+      for (int k = 0; k < 9; ++k) e = std::max(e, scaled_error(o.con[i].frame[k], ref->contact[i].frame[k]));
+    }
+    e_fwd = std::max(e_fwd, e);
+    int between = 0;
+    for (int i = 0; i < ref->ncon; ++i) between += ref->contact[i].geom[0] != 0;
+    touching += between > 0;
+    convex_contacts += between;
+    multi += between > 1;
+    for (int i = 0; i < (ref->nefc ? ref->nisland : 0); ++i) merged += ref->island_nv[i] > 7;
+    // one step from the same state
+    mj_resetData(m, ref.get());
+    for (int i = 0; i < nq; ++i) ref->qpos[i] = qpos[i];
+    for (int i = 0; i < nv; ++i) ref->qvel[i] = qvel[i], ref->qacc_warmstart[i] = warm[i];
+    for (int a = 0; a < m->nu; ++a) ref->ctrl[a] = o.ctrl[a];
+    copy_state_from_mujoco(m, ref.get(), o);
+    mj_step(m, ref.get());
+    physics::step(ours, o);
+    REQUIRE(o.warning == 0);
+    e_step = std::max(e_step, max_scaled_error(o.qpos, ref->qpos, nq));
+    e_step = std::max(e_step, max_scaled_error(o.qvel, ref->qvel, nv));
+    e_step = std::max(e_step, max_scaled_error(o.qacc_warmstart, ref->qacc_warmstart, nv));
+  }
+  std::printf("[constraint] pusher pushing: %d states, %ld with the wrist on the object (%ld capsule-cylinder contacts, "
+              "%ld states with 2+), %ld islands over the arm and the object; forward (contacts, qacc) vs MuJoCo "
+              "%.3g; one step %.3g\n",
+              nstates, touching, convex_contacts, multi, merged, e_fwd, e_step);
+  CHECK(touching > nstates / 10);
+  CHECK(multi > nstates / 50);
+  CHECK(merged > nstates / 10);
+  CHECK(e_fwd == 0);
+  CHECK(e_step == 0);
+}
+
+}  // namespace
+
 TEST_CASE("constraint islands (several kinematic trees) solve as MuJoCo's", "[mujoco][constraint][island]") {
   SECTION("reacher") { run_islands(4000); }
   SECTION("reacher forward and step (limits, RK4)") { run_pipeline<reacher_case>(6, 100, 2, 3.0, 0.1); }
+  SECTION("pusher forward and step (limits, the object on the table, Euler)") {
+    run_pipeline<pusher_case>(4, 100, 5, 0.3, 0.9);
+  }
+  SECTION("pusher: the wrist pushing the object (capsule-cylinder contacts, merged islands)") { run_pusher_push(3000); }
 }

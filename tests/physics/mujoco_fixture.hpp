@@ -12,6 +12,7 @@
 #include <rlkernels/envs/mujoco/models/humanoid.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/models/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/models/pusher.hpp>
 #include <rlkernels/envs/mujoco/models/reacher.hpp>
 #include <rlkernels/envs/mujoco/models/swimmer.hpp>
 #include <rlkernels/envs/mujoco/models/walker2d.hpp>
@@ -192,6 +193,21 @@ struct reacher_case {
   static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::reacher<Scalar>(); }
+};
+
+/// Pusher-v5's seven-joint arm, its object and its goal: three kinematic trees; the object (a
+/// cylinder on two slides) rests on the table (plane-cylinder contacts) and the wrist's capsules
+/// push it (capsule-cylinder: MuJoCo's GJK/EPA with multiCCD). Euler, no gravity.
+struct pusher_case {
+  using lean_dims = rlkernels::models::pusher_dims;  // the env kernels' workspace
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;  // keeps the rows' terms to compare
+  static constexpr const char* name = "pusher";
+  static constexpr const char* xml = "pusher_v5.xml";
+  static constexpr bool all_pairs_reachable = true;  // random arm motion reaches the table and the object
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::pusher<Scalar>(); }
 };
 
 /// examples/my_robot's quadruped: a free joint, eight position servos (kp, kv), sphere feet and a

@@ -41,7 +41,7 @@ struct field_checker {
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
-                   inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case) {
+                   inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case, pusher_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -107,6 +107,10 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);
   c.ints("body_rootid", ours.body_rootid, m->body_rootid, m->nbody);
   REQUIRE(M::ntree == std::max(int(m->ntree), 1));
+  if constexpr (M::ccd_iterations > 0) {  // a model with convex pairs
+    REQUIRE(M::ccd_iterations == m->opt.ccd_iterations);
+    c.value("ccd_tolerance", 0, ours.ccd_tolerance, m->opt.ccd_tolerance);
+  }
   if constexpr (M::ntree > 1) {
     c.ints("body_treeid", ours.body_treeid, m->body_treeid, m->nbody);
     c.ints("dof_treeid", ours.dof_treeid, m->dof_treeid, m->nv);
@@ -226,7 +230,8 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
-                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, my_robot_case) {
+                   walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, my_robot_case,
+                   pusher_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);

@@ -29,6 +29,7 @@ using rlk_test::inverted_double_pendulum_case;
 using rlk_test::swimmer_case;
 using rlk_test::my_robot_case;
 using rlk_test::reacher_case;
+using rlk_test::pusher_case;
 
 rlk_test::mj_model_ptr load(const char* file) { return rlk_test::load_mj_model(rlk_test::model_file(file)); }
 
@@ -204,6 +205,7 @@ TEST_CASE("smooth dynamics agree with mj_forward (constraints disabled)", "[mujo
   SECTION("swimmer (fluid forces)") { check_forward<swimmer_case>("swimmer", "swimmer.xml"); }
   SECTION("my_robot (position servos, free joint)") { check_forward<my_robot_case>("my_robot", "my_robot.xml"); }
   SECTION("reacher (two kinematic trees, a dropped visual cylinder)") { check_forward<reacher_case>("reacher", "reacher.xml"); }
+  SECTION("pusher (three kinematic trees, no gravity)") { check_forward<pusher_case>("pusher", "pusher_v5.xml"); }
   SECTION("swimmer in a wind (fluid forces relative to the medium)") {
     const double wind[3] = {0.7, -1.3, 0.4};
     const errors e = compare_forward<swimmer_case>("swimmer.xml", 1000, false, 0, wind);

@@ -1,10 +1,12 @@
 // rlkernels/physics/collision.hpp
 // Narrow-phase collision over the model's fixed list of candidate pairs: MuJoCo's mj_collision for
-// planes, spheres, capsules and boxes on planes (its primitive colliders, margin/gap rules,
-// contact-parameter mixing and contact frames), one env per thread, no allocation.
+// planes, spheres, capsules, boxes and cylinders on planes (its primitive colliders), capsule- and
+// cylinder-cylinder pairs (its general convex collider, collision_convex.hpp), with its
+// margin/gap rules, contact-parameter mixing and contact frames; one env per thread, no allocation.
 #pragma once
 
 #include "../core/config.hpp"
+#include "collision_convex.hpp"
 #include "data.hpp"
 #include "math.hpp"
 #include "model.hpp"
@@ -23,9 +25,10 @@ struct pre_contact {
   S tangent[3];
 };
 
-/// The most contacts one candidate pair makes (plane-box: 4 corners; see collide_plane_box).
+/// The most contacts one candidate pair makes (plane-box: 4 corners, see collide_plane_box; a
+/// convex pair: 1 + 4 from multiCCD, see collide_convex).
 constexpr int max_contacts_plane_box = 4;
-constexpr int max_contacts_per_pair = 4;
+constexpr int max_contacts_per_pair = 5;
 
 /// z axis (third column) of a row-major rotation matrix.
 template <class S> RLK_INLINE void mat_zaxis(S* r, const S* mat) { r[0] = mat[2]; r[1] = mat[5]; r[2] = mat[8]; }
@@ -129,6 +132,83 @@ RLK_INLINE int collide_plane_box(pre_contact<S>* con, S margin, const S* pos1, c
   return n;
 }
 
+/// Plane against a cylinder (radius size2[0], half height size2[1]): MuJoCo's mjc_PlaneCylinder.
+/// The rim point nearest the plane on the end nearer the plane, then (if within the margin) the
+/// same point on the other end, then two more rim points 120 degrees either side on the near end.
+/// At most 4 contacts.
+template <class S>
+RLK_INLINE int collide_plane_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, const S* pos2,
+                                      const S* mat2, const S* size2) {
+  S normal[3], axis[3];
+  mat_zaxis(normal, mat1);
+  mat_zaxis(axis, mat2);
+  S prjaxis = dot3(normal, axis);
+  if (prjaxis > S(0)) {  // the axis points towards the plane
+    scale3(axis, axis, S(-1));
+    prjaxis = -prjaxis;
+  }
+  S vec[3];
+  sub3(vec, pos2, pos1);
+  const S dist0 = dot3(vec, normal);
+  // the component of -normal across the axis, scaled to the radius
+  scale3(vec, axis, prjaxis);
+  vec[0] -= normal[0];
+  vec[1] -= normal[1];
+  vec[2] -= normal[2];
+  const S len_sqr = dot3(vec, vec);
+  if (len_sqr >= min_value<S>() * min_value<S>()) {
+    const S scl = size2[0] / std::sqrt(len_sqr);
+    vec[0] *= scl;
+    vec[1] *= scl;
+    vec[2] *= scl;
+  } else {  // the disc is parallel to the plane: the cylinder's x axis
+    vec[0] = mat2[0] * size2[0];
+    vec[1] = mat2[3] * size2[0];
+    vec[2] = mat2[6] * size2[0];
+  }
+  const S prjvec = dot3(vec, normal);
+  scale3(axis, axis, size2[1]);
+  prjaxis *= size2[1];
+  auto finish = [&](pre_contact<S>& c) {
+    add_scaled3(c.pos, normal, -c.dist * S(0.5));
+    copy3(c.normal, normal);
+    c.tangent[0] = c.tangent[1] = c.tangent[2] = S(0);
+  };
+  int cnt = 0;
+  if (dist0 + prjaxis + prjvec <= margin) {
+    pre_contact<S>& c = con[cnt++];
+    c.dist = dist0 + prjaxis + prjvec;
+    add3(c.pos, pos2, vec);
+    c.pos[0] += axis[0]; c.pos[1] += axis[1]; c.pos[2] += axis[2];
+    finish(c);
+  } else {
+    return 0;
+  }
+  if (dist0 - prjaxis + prjvec <= margin) {
+    pre_contact<S>& c = con[cnt++];
+    c.dist = dist0 - prjaxis + prjvec;
+    add3(c.pos, pos2, vec);
+    c.pos[0] -= axis[0]; c.pos[1] -= axis[1]; c.pos[2] -= axis[2];
+    finish(c);
+  }
+  const S prjvec1 = -prjvec * S(0.5);
+  if (dist0 + prjaxis + prjvec1 <= margin) {
+    S vec1[3];
+    cross3(vec1, vec, axis);
+    normalize3(vec1);
+    scale3(vec1, vec1, size2[0] * std::sqrt(S(3)) / S(2));
+    for (int side = 0; side < 2; ++side) {
+      pre_contact<S>& c = con[cnt++];
+      c.dist = dist0 + prjaxis + prjvec1;
+      if (side == 0) add3(c.pos, pos2, vec1); else sub3(c.pos, pos2, vec1);
+      c.pos[0] += axis[0]; c.pos[1] += axis[1]; c.pos[2] += axis[2];
+      add_scaled3(c.pos, vec, S(-0.5));
+      finish(c);
+    }
+  }
+  return cnt;
+}
+
 /// Sphere against a capsule: the sphere against the nearest point of the capsule's segment.
 template <class S>
 RLK_INLINE int collide_sphere_capsule(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
@@ -227,6 +307,57 @@ template <class S> RLK_INLINE void make_contact_frame(S* frame) {
   cross3(frame + 6, frame, t1);
 }
 
+/// A capsule or cylinder against a cylinder: MuJoCo's mjc_Convex with its native GJK/EPA
+/// (ccd_penetration) and multiCCD: after a first contact, four more passes with geom 1 turned by
+/// +-1e-3 rad about each tangent of the first contact's frame (about the contact point) and geom 2
+/// turned back; a new point farther than 1e-3 times the smaller bounding radius from all kept ones
+/// is added with the first one's depth. At most 5 contacts; N: the iterations (ccd_iterations).
+template <class S, int N>
+RLK_HOST_DEVICE int collide_convex(pre_contact<S>* con, S margin, S tolerance, int type1, const S* pos1, const S* mat1,
+                                   const S* size1, S rbound1, int type2, const S* pos2, const S* mat2, const S* size2,
+                                   S rbound2) {
+  ccd_object<S> o1, o2;
+  ccd_init_object(o1, type1, size1, pos1, mat1, margin);
+  ccd_init_object(o2, type2, size2, pos2, mat2, margin);
+  int ncon = ccd_penetration<S, N>(con, o1, o2, margin, N, tolerance);
+  if (ncon != 1) return ncon;
+  S frame[9] = {con[0].normal[0], con[0].normal[1], con[0].normal[2], S(0), S(0), S(0), S(0), S(0), S(0)};
+  make_contact_frame(frame);
+  const S distinct_tol = S(1e-3) * (rbound1 < rbound2 ? rbound1 : rbound2);
+  const S angles[2] = {S(-1e-3), S(1e-3)};
+  for (int axis_id = 0; axis_id < 2; ++axis_id) {
+    for (int angle_id = 0; angle_id < 2; ++angle_id) {
+      S quat[4], rot[9], invrot[9];
+      axis_angle_to_quat(quat, frame + 3 + 3 * axis_id, angles[angle_id]);
+      quat_to_mat(rot, quat);
+      ccd_rotate_frame(con[0].pos, rot, o1.mat, o1.pos);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) invrot[3 * i + j] = rot[3 * j + i];
+      ccd_rotate_frame(con[0].pos, invrot, o2.mat, o2.pos);
+      const int n = ccd_penetration<S, N>(con + ncon, o1, o2, margin, N, tolerance);
+      if (n) {
+        bool distinct = true;
+        for (int i = 0; i < ncon; ++i) {
+          S dif[3];
+          sub3(dif, con[i].pos, con[ncon].pos);
+          if (std::sqrt(dif[0] * dif[0] + dif[1] * dif[1] + dif[2] * dif[2]) <= distinct_tol) distinct = false;
+        }
+        if (distinct) {
+          con[ncon].dist = con[0].dist;
+          ++ncon;
+        }
+      }
+      copy3(o1.pos, pos1);
+      copy3(o2.pos, pos2);
+      for (int i = 0; i < 9; ++i) {
+        o1.mat[i] = mat1[i];
+        o2.mat[i] = mat2[i];
+      }
+    }
+  }
+  return ncon;
+}
+
 /// The solmix weight of geom1 against geom2 (mj_contactParam's mix).
 template <class Scalar, class Dims>
 RLK_INLINE Scalar solmix_weight(const model<Scalar, Dims>& m, int g1, int g2) {
@@ -292,6 +423,7 @@ RLK_INLINE Scalar bounding_radius(const model<Scalar, Dims>& m, int g) {
   switch (m.geom_type_[g]) {
     case geom_type::sphere: return s[0];
     case geom_type::capsule: return s[0] + s[1];
+    case geom_type::cylinder: return std::sqrt(s[0] * s[0] + s[1] * s[1]);
     case geom_type::box: return std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
     default: return max_value<Scalar>();  // (planes are never tested this way)
   }
@@ -324,6 +456,7 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
     if (t2 == geom_type::sphere) return collide_plane_sphere_raw(pc, margin, pos1, mat1, pos2, m.geom_size[g2][0]);
     if (t2 == geom_type::capsule) return collide_plane_capsule(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
     if (t2 == geom_type::box) return collide_plane_box(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
+    if (t2 == geom_type::cylinder) return collide_plane_cylinder(pc, margin, pos1, mat1, pos2, mat2, m.geom_size[g2]);
     return 0;  // plane-plane: MuJoCo has no collider
   }
   if (t1 == geom_type::sphere) {
@@ -335,6 +468,12 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
   }
   if (t1 == geom_type::capsule && t2 == geom_type::capsule)
     return collide_capsule_capsule(pc, margin, pos1, mat1, m.geom_size[g1], pos2, mat2, m.geom_size[g2]);
+  if constexpr (dims_ccd_iterations<Dims> > 0) {
+    if ((t1 == geom_type::capsule || t1 == geom_type::cylinder) && t2 == geom_type::cylinder)
+      return collide_convex<Scalar, dims_ccd_iterations<Dims>>(
+          pc, margin, m.ccd_tolerance, static_cast<int>(t1), pos1, mat1, m.geom_size[g1], bounding_radius(m, g1),
+          static_cast<int>(t2), pos2, mat2, m.geom_size[g2], bounding_radius(m, g2));
+  }
   return 0;
 }
 

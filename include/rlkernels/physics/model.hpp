@@ -23,7 +23,7 @@ namespace physics {
 enum class joint_type : int { free = 0, ball = 1, slide = 2, hinge = 3 };
 
 /// Geom types, numbered as MuJoCo's mjtGeom (the subset the collision functions support).
-enum class geom_type : int { plane = 0, sphere = 2, capsule = 3, box = 6 };
+enum class geom_type : int { plane = 0, sphere = 2, capsule = 3, cylinder = 5, box = 6 };
 
 /// Integrators, numbered as MuJoCo's mjtIntegrator (implicit ones are not supported).
 enum class integrator_kind : int { euler = 0, rk4 = 1 };
@@ -142,6 +142,23 @@ constexpr int dims_ntree = detail::dims_ntree_of<Dims>::value;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_ccd_iterations_of { static constexpr int value = 0; };
+template <class Dims>
+struct dims_ccd_iterations_of<Dims, decltype(void(Dims::ccd_iterations))> {
+  static constexpr int value = Dims::ccd_iterations;
+};
+}  // namespace detail
+
+/// The iterations of the general convex collider (mjOption's ccd_iterations) of a Dims type: its
+/// `ccd_iterations` member, which the generator writes only for a model with a pair that MuJoCo
+/// sends to its GJK/EPA collider (capsule-cylinder, cylinder-cylinder), or 0 for none. It bounds
+/// GJK's and EPA's iterations and sizes EPA's polytope (5 + N vertices, 6 N faces) on the stack;
+/// with it the model carries ccd_tolerance.
+template <class Dims>
+constexpr int dims_ccd_iterations = detail::dims_ccd_iterations_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -226,6 +243,15 @@ struct model_trees {
 };
 template <int NBody, int NV>
 struct model_trees<1, NBody, NV> {};
+
+/// mjOption's tolerance of the general convex collider of a model with convex pairs
+/// (dims_ccd_iterations > 0); empty for none.
+template <class Scalar, bool Convex>
+struct model_ccd {
+  Scalar ccd_tolerance;  ///< opt.ccd_tolerance: GJK's and EPA's convergence tolerance
+};
+template <class Scalar>
+struct model_ccd<Scalar, false> {};
 }  // namespace detail
 
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
@@ -237,7 +263,8 @@ template <class Scalar, class Dims>
 struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
                detail::model_fluid<Scalar, dims_fluid<Dims>>,
                detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>>,
-               detail::model_trees<dims_ntree<Dims>, Dims::nbody, Dims::nv> {
+               detail::model_trees<dims_ntree<Dims>, Dims::nbody, Dims::nv>,
+               detail::model_ccd<Scalar, (dims_ccd_iterations<Dims> > 0)> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -256,6 +283,7 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
   static constexpr bool fluid = dims_fluid<Dims>;     ///< fluid forces (the constants density, viscosity, wind, when true)
   static constexpr bool actuator_bias = dims_actuator_bias<Dims>;  ///< actuators with an affine bias (actuator_biasprm, when true)
   static constexpr int ntree = dims_ntree<Dims>;      ///< kinematic trees (body_treeid, dof_treeid, when > 1)
+  static constexpr int ccd_iterations = dims_ccd_iterations<Dims>;  ///< the convex collider's iterations (ccd_tolerance, when > 0)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -415,7 +443,8 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                     NewDims::nbody == Dims::nbody && NewDims::njnt == Dims::njnt && NewDims::ngeom == Dims::ngeom &&
                     NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims> &&
                     dims_fluid<NewDims> == dims_fluid<Dims> &&
-                    dims_actuator_bias<NewDims> == dims_actuator_bias<Dims> && dims_ntree<NewDims> == dims_ntree<Dims>,
+                    dims_actuator_bias<NewDims> == dims_actuator_bias<Dims> && dims_ntree<NewDims> == dims_ntree<Dims> &&
+                    dims_ccd_iterations<NewDims> == dims_ccd_iterations<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind
