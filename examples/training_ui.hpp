@@ -94,6 +94,8 @@ template <class S>
 struct mujoco_locomotion<rlkernels::inverted_double_pendulum<S>> : std::true_type {};
 template <class S>
 struct mujoco_locomotion<rlkernels::reacher<S>> : std::true_type {};
+template <class S>
+struct mujoco_locomotion<rlkernels::pusher<S>> : std::true_type {};
 template <class Task, class S>
 struct mujoco_locomotion<rlkernels::mujoco_env<Task, S>> : std::true_type {};  // yours (RLK_USER_ENVS_HEADER)
 

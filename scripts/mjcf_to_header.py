@@ -546,7 +546,7 @@ constexpr physics::model<Scalar, {name}_dims> {name}() {{
     if site_names:
         notes.append(f"// Sites: {site_names}")
     if dropped:
-        notes.append("// Geoms dropped (visual only: contype = conaffinity = 0, a type the engine does not collide; "
+        notes.append("// Geoms dropped (visual only: contype = conaffinity = 0, not a plane, sphere, capsule or box; "
                      "their mass is in their bodies'): " + ", ".join(
                          f"{name_of(m, mujoco.mjtObj.mjOBJ_GEOM, g)} ({mujoco.mjtGeom(m.geom_type[g]).name.split('_', 1)[1].lower()})"
                          for g in dropped))

@@ -34,7 +34,7 @@ def observation_space(info: dict, params: dict, dtype: str) -> spaces.Space:
         high = np.array([1.0, 1.0, 1.0, 1.0, 4 * math.pi, 9 * math.pi], dtype=np.float32)
         return spaces.Box(-high.astype(dt), high.astype(dt), dtype=dt)
     if name in ("ant", "half_cheetah", "hopper", "humanoid", "humanoid_standup", "walker2d", "inverted_pendulum", "swimmer",
-                "inverted_double_pendulum", "reacher", "quadrotor"):
+                "inverted_double_pendulum", "reacher", "pusher", "quadrotor"):
         # the quadrotor's action history holds the actions as given (unbounded), as l2f's does
         return spaces.Box(-np.inf, np.inf, shape=(size,), dtype=dt)
     if name.startswith("minatar_"):

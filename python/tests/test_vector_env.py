@@ -15,7 +15,7 @@ def test_registered_envs_lists_every_id():
     ids = rlkernels.registered_envs()
     for want in ("CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCar-v0", "MountainCarContinuous-v0",
                  "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5", "HumanoidStandup-v5",
-                 "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Swimmer-v5", "Reacher-v5", "MinAtar/Breakout-v1", "Snake-v1",
+                 "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Swimmer-v5", "Reacher-v5", "Pusher-v5", "MinAtar/Breakout-v1", "Snake-v1",
                  "Maze-v0"):
         assert want in ids
     assert len(ids) == len(set(ids))
@@ -33,7 +33,7 @@ GYMNASIUM_IDS = [("CartPole-v0", "float32"), ("CartPole-v1", "float32"), ("Mount
                  ("MountainCarContinuous-v0", "float32"), ("Pendulum-v1", "float32"), ("Acrobot-v1", "float32")]
 MUJOCO_IDS = [("HalfCheetah-v5", "float64"), ("Hopper-v5", "float64"), ("Walker2d-v5", "float64"), ("Ant-v5", "float64"),
               ("Humanoid-v5", "float64"), ("HumanoidStandup-v5", "float64"), ("InvertedPendulum-v5", "float64"), ("Swimmer-v5", "float64"),
-              ("InvertedDoublePendulum-v5", "float64"), ("Reacher-v5", "float64")]
+              ("InvertedDoublePendulum-v5", "float64"), ("Reacher-v5", "float64"), ("Pusher-v5", "float64")]
 
 
 def _mujoco_available():
@@ -75,7 +75,7 @@ def test_params_are_gymnasium_kwargs_for_mujoco():
     # the 3D robots: every Params field is a keyword of Gymnasium's constructor, with its default
     import inspect
     for env_id in ("Ant-v5", "Humanoid-v5", "HumanoidStandup-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Swimmer-v5",
-                   "Reacher-v5"):
+                   "Reacher-v5", "Pusher-v5"):
         ref = gym.make(env_id).unwrapped
         kwargs = inspect.signature(type(ref).__init__).parameters
         for name, value in rlkernels.default_params(env_id).items():

@@ -13,6 +13,7 @@
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/pusher.hpp>
 #include <rlkernels/envs/mujoco/reacher.hpp>
 #include <rlkernels/envs/mujoco/swimmer.hpp>
 #include <rlkernels/envs/mujoco/task_env.hpp>
@@ -172,6 +173,16 @@ struct reacher_spec {
   static constexpr double random_stats_effective_size = 1000;
 };
 
+struct pusher_spec {
+  template <class S> using env = pusher<S>;
+  static constexpr int code = 11;
+  static constexpr const char* stem = "pusher_v5";
+  static constexpr const char* id = "Pusher-v5";
+  static constexpr bool terminates = false;
+  static constexpr int fuzz_steps = 600;  // a Pusher step (5 steps with table contacts) costs ~4 Reacher steps
+  static constexpr double random_stats_effective_size = 1000;
+};
+
 template <class Env, class = void>
 struct has_set_state : std::false_type {};
 template <class Env>
@@ -253,7 +264,8 @@ struct episode_kernel {
 
 TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_state, then step)",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nq = Env::nq, nv = Env::nv, nobs = Env::observation_size;
   const f64_table g(file_of(TestType::stem, "one_step"));
@@ -309,7 +321,8 @@ TEMPLATE_TEST_CASE("one env step from a recorded state matches Gymnasium (set_st
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the same actions: 100 steps within 1e-9",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
@@ -369,7 +382,8 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed from the same resets with the sa
 
 TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99% of them, close returns",
                    "[mujoco][envs][reference]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   using Env = typename TestType::template env<double>;
   const f64_table episodes(file_of(TestType::stem, "episodes"));
   const std::size_t n = rlk_test::sanitized_length(episodes.rows);  // the first quarter under the sanitizers
@@ -422,7 +436,8 @@ TEMPLATE_TEST_CASE("Gymnasium episodes replayed whole: the same length in >= 99%
 #if defined(RLK_BACKEND_OPENMP)
 TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for bit", "[mujoco][envs][determinism]",
                    hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   auto run = [](auto scalar_tag) {
     using Env = typename TestType::template env<decltype(scalar_tag)>;
     const std::size_t n = 67;
@@ -451,7 +466,8 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
 
 TEMPLATE_TEST_CASE("float envs stay close to the double envs over a few steps", "[mujoco][envs][float]", hopper_spec,
                    walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   using Ed = typename TestType::template env<double>;
   using Ef = typename TestType::template env<float>;
   constexpr int nobs = Ed::observation_size;
@@ -563,7 +579,8 @@ struct fuzz_actions {
 
 TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation or reward", "[mujoco][envs][fuzz]",
                    hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   auto run = [](auto scalar_tag) {
     using S = decltype(scalar_tag);
     using Env = typename TestType::template env<S>;
@@ -603,7 +620,8 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
 
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps the state and is counted",
                    "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   using Env = typename TestType::template env<double>;
   constexpr int nobs = Env::observation_size;
   const std::size_t n = 6;
@@ -890,6 +908,98 @@ TEST_CASE("Reacher's spaces, defaults, reset distribution, observations and rewa
   Env::step_with_info(w, s3, a, i3);
   CHECK(i3.reward_dist == 3 * i2.reward_dist);
   CHECK(i3.reward_ctrl == 0.5 * i2.reward_ctrl);
+}
+
+TEST_CASE("Pusher's spaces, defaults, reset distribution, observations and reward terms", "[mujoco][envs]") {
+  using Env = pusher<double>;
+  static_assert(check_env<Env>() && check_env<pusher<float>>());
+  static_assert(Env::observation_size == 23 && Env::nu == 7 && Env::nq == 11);
+  const Env::Params p{};
+  for (int k = 0; k < Env::nu; ++k) {
+    CHECK(p.model.actuator_ctrlrange[k][0] == Env::action_low);
+    CHECK(p.model.actuator_ctrlrange[k][1] == Env::action_high);
+  }
+  CHECK(p.frame_skip == 5);
+  CHECK(p.model.timestep == 0.01);
+  CHECK(p.reward_near_weight == 0.5);
+  CHECK(p.reward_dist_weight == 1.0);
+  CHECK(p.reward_control_weight == 0.1);
+  CHECK(p.max_episode_steps == 100);
+  // Reset: the arm at 0 moving at most 0.005; the object uniform over its box less the disc of
+  // radius 0.17 around the goal, at rest; the goal at 0.
+  Env::State s{};
+  rng gen(7, 0);
+  double max_q = 0, max_v = 0, min_obj = 1, lo[2] = {1, 1}, hi[2] = {-1, -1};
+  const int resets = 4000;
+  for (int r = 0; r < resets; ++r) {
+    Env::reset(p, s, gen);
+    for (int i = 0; i < 7; ++i) max_q = std::max(max_q, std::abs(s.qpos[i]));
+    for (int i = 0; i < 7; ++i) max_v = std::max(max_v, std::abs(s.qvel[i]));
+    for (int i = 7; i < 11; ++i) CHECK(s.qvel[i] == 0.0);
+    CHECK(s.qpos[9] == 0.0);
+    CHECK(s.qpos[10] == 0.0);
+    min_obj = std::min(min_obj, std::hypot(s.qpos[7], s.qpos[8]));
+    for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], s.qpos[7 + k]), hi[k] = std::max(hi[k], s.qpos[7 + k]);
+  }
+  CHECK(max_q == 0.0);
+  CHECK(max_v <= 0.005);
+  CHECK(max_v > 0.0045);
+  CHECK(min_obj > 0.17);
+  CHECK(min_obj < 0.175);
+  CHECK(lo[0] >= -0.3);
+  CHECK(lo[0] < -0.29);
+  CHECK(hi[0] <= 0.0);
+  CHECK(hi[0] > -0.01);
+  CHECK(lo[1] >= -0.2);
+  CHECK(lo[1] < -0.19);
+  CHECK(hi[1] <= 0.2);
+  CHECK(hi[1] > 0.19);
+  // The observation: the arm's qpos and qvel, then the fingertip, the object and the goal.
+  Env::reset(p, s, gen);
+  double obs[Env::observation_size];
+  Env::observe(p, s, obs);
+  for (int i = 0; i < 7; ++i) CHECK(obs[i] == s.qpos[i]);
+  for (int i = 0; i < 7; ++i) CHECK(obs[7 + i] == s.qvel[i]);
+  // the object's body at (0.45, -0.05, -0.275) moved by its slides (y, then x); the goal's at
+  // (0.45, -0.05, -0.323)
+  CHECK(obs[17] == 0.45 + s.qpos[8]);
+  CHECK(obs[18] == -0.05 + s.qpos[7]);
+  CHECK(obs[19] == -0.275);
+  CHECK(obs[20] == 0.45);
+  CHECK(obs[21] == -0.05);
+  CHECK(obs[22] == -0.323);
+  // The reward: the three terms from the last physics step's frames; never terminated.
+  Env::step_info info;
+  const double a[7] = {3.0, -0.5, 0, 0, 0, 0, 1};
+  const step_result<double> r = Env::step_with_info(p, s, a, info);
+  CHECK_FALSE(r.terminated);
+  CHECK_FALSE(r.truncated);
+  CHECK(info.reward_ctrl == -((9.0 + 0.25 + 1.0) * 0.1));
+  auto dist = [](const double* x, const double* y) {
+    const double d[3] = {x[0] - y[0], x[1] - y[1], x[2] - y[2]};
+    return std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  };
+  CHECK(info.reward_near == -(dist(s.xpos[1], s.xpos[0]) * 0.5));
+  CHECK(info.reward_dist == -dist(s.xpos[1], s.xpos[2]));
+  CHECK(r.reward == info.reward_dist + info.reward_ctrl + info.reward_near);
+  // the positions are the last forward pass's (before that step's integration)
+  Env::State fresh = s;
+  Env::set_state(p, fresh, s.qpos, s.qvel);
+  CHECK(fresh.xpos[0][0] != s.xpos[0][0]);
+  // The weights scale their terms.
+  Env::Params w = p;
+  w.reward_near_weight = 2;
+  w.reward_dist_weight = 3;
+  w.reward_control_weight = 0.5;
+  Env::State s2 = fresh;
+  Env::State s3 = fresh;
+  Env::step_info i2, i3;
+  Env::step_with_info(p, s2, a, i2);
+  Env::step_with_info(w, s3, a, i3);
+  CHECK(i3.reward_near == 4 * i2.reward_near);
+  CHECK(i3.reward_dist == 3 * i2.reward_dist);
+  CHECK(i3.reward_ctrl == -((9.0 + 0.25 + 1.0) * 0.5));
+  CHECK(i2.reward_ctrl == info.reward_ctrl);
 }
 
 // ---- the generic env: mujoco_env<Task> -------------------------------------------------------------
@@ -1282,7 +1392,8 @@ void check_random_policy_statistics(const char* id, const char* scalar_name, dou
 TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are distributed as Gymnasium's",
                    "[.][mujoco][envs][statistics]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec,
                    humanoid_spec, humanoid_standup_spec,
-                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec) {
+                   inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
+                   pusher_spec) {
   check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double",
                                                                           TestType::random_stats_effective_size);
   check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float",

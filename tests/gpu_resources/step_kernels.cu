@@ -13,6 +13,7 @@
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/pusher.hpp>
 #include <rlkernels/envs/mujoco/reacher.hpp>
 #include <rlkernels/envs/mujoco/swimmer.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
@@ -25,9 +26,9 @@
 // RLK_RESOURCE_ENVS: checked against the budget (the CTest), one kernel of each kind: a classic env,
 // the quadrotor, the planar robots at both ends of their size (Hopper, 128 registers; Walker2d at
 // 255: HalfCheetah runs the same engine code on a model of Walker2d's size), a 3D robot with floor
-// contacts (Ant), the largest model (Humanoid) and one of two kinematic trees, solved by
-// constraint islands (Reacher; Swimmer's fluid forces moved to the unchecked list to keep the test
-// command's time).
+// contacts (Ant), the largest model (Humanoid) and Pusher: three kinematic trees (constraint
+// islands) and cylinder contacts (GJK/EPA with its polytope on the stack). Reacher's islands and
+// Swimmer's fluid forces are in the unchecked list, to keep the test command's time.
 // RLK_RESOURCE_MORE_ENVS: only with RLK_RESOURCE_MORE=1 (scripts/gpu_resources.py --more, for
 // docs/gpu-resources.md), reported and not checked, kept out of the test command because each
 // adds about 10 s of nvcc.
@@ -38,7 +39,7 @@
   X(walker2d_float, rlkernels::walker2d<float>)         \
   X(ant_float, rlkernels::ant<float>)                   \
   X(humanoid_float, rlkernels::humanoid<float>)         \
-  X(reacher_float, rlkernels::reacher<float>)
+  X(pusher_float, rlkernels::pusher<float>)
 #if RLK_RESOURCE_MORE
 #define RLK_RESOURCE_MORE_ENVS(X)                       \
   X(hopper_double, rlkernels::hopper<double>)           \
@@ -52,7 +53,9 @@
   X(inverted_double_pendulum_float, rlkernels::inverted_double_pendulum<float>) \
   X(swimmer_float, rlkernels::swimmer<float>) \
   X(swimmer_double, rlkernels::swimmer<double>) \
+  X(reacher_float, rlkernels::reacher<float>) \
   X(reacher_double, rlkernels::reacher<double>) \
+  X(pusher_double, rlkernels::pusher<double>) \
   X(my_robot_float, my_robot_env<float>)
 #else
 #define RLK_RESOURCE_MORE_ENVS(X)

@@ -406,8 +406,8 @@ inline double max_scaled_error(const double* a, const double* b, int n) {
 }
 
 /// The mjModel geoms a generated header keeps, in order (header geom k is mjModel geom
-/// kept_geoms(m)[k]): all but the visual-only ones (contype = conaffinity = 0) of a type the engine
-/// does not collide, which scripts/mjcf_to_header.py drops.
+/// kept_geoms(m)[k]): all but the visual-only ones (contype = conaffinity = 0) that are not planes,
+/// spheres, capsules or boxes, which scripts/mjcf_to_header.py drops.
 inline std::vector<int> kept_geoms(const mjModel* m) {
   std::vector<int> kept;
   for (int g = 0; g < m->ngeom; ++g) {

@@ -53,7 +53,7 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   REQUIRE(M::nu == m->nu);
   REQUIRE(M::nbody == m->nbody);
   REQUIRE(M::njnt == m->njnt);
-  // the header keeps every geom but the visual-only ones of a type the engine does not collide
+  // the header keeps every geom but the visual-only ones that are not planes, spheres, capsules or boxes
   const std::vector<int> kept = kept_geoms(m);
   REQUIRE(M::ngeom == int(kept.size()));
   // MuJoCo's geom arrays restricted to the kept geoms (stride: values per geom)

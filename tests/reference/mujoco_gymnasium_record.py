@@ -1,11 +1,11 @@
 """Golden data of Gymnasium's MuJoCo envs (Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5, Humanoid-v5,
-HumanoidStandup-v5, InvertedPendulum-v5, InvertedDoublePendulum-v5, Swimmer-v5, Reacher-v5) for
+HumanoidStandup-v5, InvertedPendulum-v5, InvertedDoublePendulum-v5, Swimmer-v5, Reacher-v5, Pusher-v5) for
 tests/envs/mujoco_envs_test.cpp, recorded from Gymnasium itself (gymnasium 1.4 on mujoco 3.12.0).
 
 Actions are not stored: both sides compute them from a counter hash (splitmix64, below; the C++
 test has the same function). Component k of the action at step t of episode e of the env with code
 c (Hopper 1, Walker2d 2, HalfCheetah 3, Ant 4, Humanoid 5, HumanoidStandup 6, InvertedPendulum 7,
-InvertedDoublePendulum 8, Swimmer 9, Reacher 10) is
+InvertedDoublePendulum 8, Swimmer 9, Reacher 10, Pusher 11) is
 
     h = splitmix64((c << 56) | (e << 32) | (t << 8) | k)        (e, t < 2^24, k < 256)
     a = 2 * ((h >> 11) * 2^-53) - 1                            (exact in float64: in [-1, 1))
@@ -15,7 +15,7 @@ float32 action would make NumPy compute it in float32). Episode e starts from
 ``env.reset(seed=e)`` of ``gymnasium.make(id)`` (TimeLimit included).
 
 Files (per env, <env> = hopper_v5, walker2d_v5, half_cheetah_v5, ant_v5, humanoid_v5,
-humanoid_standup_v5, inverted_pendulum_v5, inverted_double_pendulum_v5, swimmer_v5, reacher_v5), all raw
+humanoid_standup_v5, inverted_pendulum_v5, inverted_double_pendulum_v5, swimmer_v5, reacher_v5, pusher_v5), all raw
 little-endian float64:
 two values ``rows, cols``, then ``rows x cols`` values row-major. Flags are 0.0 / 1.0.
 
@@ -25,7 +25,7 @@ two values ``rows, cols``, then ``rows x cols`` values row-major. Flags are 0.0 
   (float64, in step order); terminated: 1 if the episode ended by termination; qpos/qvel: the state
   right after ``env.reset(seed=e)`` (qacc_warmstart is 0 there: mj_resetData).
 * mujoco_<env>_steps.f64: the first 100 steps (fewer where the episode ended) of episodes 0..39
-  (Hopper, Walker2d, the inverted pendulums and Reacher: their episodes are short), 0..9 (HalfCheetah, Ant, Humanoid, Swimmer) or
+  (Hopper, Walker2d, the inverted pendulums, Reacher and Pusher: their episodes are short), 0..9 (HalfCheetah, Ant, Humanoid, Swimmer) or
   0..3 (HumanoidStandup, 1000-step episodes):
       e, t, reward, terminated, truncated, obs[obs_size]
   t = -1 is the reset (reward 0 and flags 0, obs = the reset observation); t >= 0 is the step whose
@@ -68,6 +68,7 @@ ENVS = [
     ("InvertedDoublePendulum-v5", "inverted_double_pendulum_v5", 8, 1000, 40),
     ("Swimmer-v5", "swimmer_v5", 9, 40, 10),
     ("Reacher-v5", "reacher_v5", 10, 400, 40),
+    ("Pusher-v5", "pusher_v5", 11, 400, 40),
 ]
 TRAJECTORY_STEPS = 100
 ONE_STEP_ROWS = 100

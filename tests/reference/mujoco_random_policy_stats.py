@@ -8,7 +8,7 @@ with their own random streams, must be indistinguishable from these).
     python3 tests/reference/mujoco_random_policy_stats.py InvertedPendulum-v5   # rewrites that env's rows only
 
 Episode k resets with seed k and samples actions with action_space.seed(100000 + k): uniform on
-[-1, 1]^nu, as action_space.sample() draws them.
+the action space ([-1, 1]^nu; Pusher [-2, 2]^7), as action_space.sample() draws them.
 """
 import os
 import sys
@@ -27,7 +27,7 @@ assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gy
 EPISODES = {"Hopper-v5": 2000, "Walker2d-v5": 2000, "HalfCheetah-v5": 800,
             "Ant-v5": 4000, "Humanoid-v5": 2000, "HumanoidStandup-v5": 400,
             "InvertedPendulum-v5": 2000, "InvertedDoublePendulum-v5": 2000, "Swimmer-v5": 800,
-            "Reacher-v5": 2000}
+            "Reacher-v5": 2000, "Pusher-v5": 2000}
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mujoco_random_policy_stats.csv")
 only = sys.argv[1:]
 for env_id in only:

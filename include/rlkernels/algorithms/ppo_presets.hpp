@@ -75,6 +75,8 @@ inline ppo_config zoo_ppo_base() {
 ///   max_grad_norm 0.9. Swimmer: SB3's defaults (2048 steps, minibatches of 64 x 10 epochs, lr 3e-4,
 ///   lambda 0.95, clip 0.2, no entropy bonus, vf 0.5, max_grad_norm 0.5) with gamma 0.9999.
 ///   Scores reached: docs/training.md.
+/// - Pusher-v5: the zoo has no PPO settings for Pusher; its MuJoCo defaults (SB3's PPO defaults
+///   with `normalize: true`, 1M steps: the Swimmer settings above with gamma 0.99).
 inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
   ppo_config c = continuous ? ppo_config::cleanrl_continuous() : ppo_config{};
   if (id == "CartPole-v1" || id == "CartPole-v0") {
@@ -142,7 +144,7 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
     c.hidden_activation = activation::relu;
     c.init_log_std = -2.0;
   } else if (id == "InvertedPendulum-v5" || id == "InvertedDoublePendulum-v5" || id == "Reacher-v5" ||
-             id == "Swimmer-v5") {
+             id == "Swimmer-v5" || id == "Pusher-v5") {
     c = detail::zoo_ppo_base();
     if (id == "InvertedPendulum-v5") {
       c.num_steps = 32;
@@ -177,12 +179,12 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
       c.ent_coef = 7.52585e-08;
       c.vf_coef = 0.950368;
       c.max_grad_norm = 0.9;
-    } else {  // Swimmer-v5
+    } else {  // Swimmer-v5, Pusher-v5
       c.num_steps = 2048;
       c.num_minibatches = 2048 / 64;
       c.update_epochs = 10;
       c.learning_rate = 3e-4;
-      c.gamma = 0.9999;
+      c.gamma = id == "Swimmer-v5" ? 0.9999 : 0.99;
       c.gae_lambda = 0.95;
       c.clip_coef = 0.2;
       c.ent_coef = 0.0;

@@ -212,6 +212,20 @@ struct param_fields<reacher<S>> {
   }
 };
 
+/// The settable parameters of `pusher` (names as the Python keywords and `--env-param` take them).
+template <class S>
+struct param_fields<pusher<S>> {
+  /// Calls f(name, field) for each field of `p`, in this order.
+  template <class P, class F>
+  static void visit(P& p, F&& f) {
+    f("frame_skip", p.frame_skip);
+    f("reward_near_weight", p.reward_near_weight);
+    f("reward_dist_weight", p.reward_dist_weight);
+    f("reward_control_weight", p.reward_control_weight);
+    f("max_episode_steps", p.max_episode_steps);
+  }
+};
+
 /// The settable parameters of `inverted_pendulum` (names as the Python keywords and `--env-param` take them).
 template <class S>
 struct param_fields<inverted_pendulum<S>> {

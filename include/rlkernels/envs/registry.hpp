@@ -24,6 +24,7 @@
 #include "mujoco/humanoid_standup.hpp"
 #include "mujoco/inverted_double_pendulum.hpp"
 #include "mujoco/inverted_pendulum.hpp"
+#include "mujoco/pusher.hpp"
 #include "mujoco/reacher.hpp"
 #include "mujoco/swimmer.hpp"
 #include "mujoco/walker2d.hpp"
@@ -155,6 +156,7 @@ void for_each_entry(F&& f) {
     return;
   if (f(make_entry<swimmer<Scalar>>("Swimmer-v5", "swimmer", {}, 360.0))) return;
   if (f(make_entry<reacher<Scalar>>("Reacher-v5", "reacher", {}, -3.75))) return;  // 50 steps
+  if (f(make_entry<pusher<Scalar>>("Pusher-v5", "pusher", {}, 0.0))) return;  // 100 steps
   // RLtools' Learning-to-Fly Crazyflie, as the l2f package defines it (l2f.Environment())
   if (f(make_entry<quadrotor<Scalar>>("L2F-Crazyflie-v0", "quadrotor", {}, no_threshold))) return;
   // MinAtar, as the minatar package registers it with Gymnasium: -v0 the full 6-action set, -v1 the
