@@ -1497,6 +1497,9 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
   // the random policy scores about -43, the trained one about -4.
   check_trained_policy_statistics<reacher<double>>("Reacher-v5", "mujoco_reacher_v5_policy.txt", "double", 1000, -10);
   check_trained_policy_statistics<reacher<float>>("Reacher-v5", "mujoco_reacher_v5_policy.txt", "float", 1000, -10);
+  // Pusher: the policy pushes the object (capsule-cylinder contacts by GJK/EPA); -150 at random
+  check_trained_policy_statistics<pusher<double>>("Pusher-v5", "mujoco_pusher_v5_policy.txt", "double", 1000, -40);
+  check_trained_policy_statistics<pusher<float>>("Pusher-v5", "mujoco_pusher_v5_policy.txt", "float", 1000, -40);
 }
 
 // ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------
