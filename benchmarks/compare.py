@@ -2,7 +2,7 @@
 """rlkernels against the CPU baselines users run today, on this machine, in one invocation.
 
 Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1, MinAtar Breakout and the MuJoCo
-locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5 and Humanoid-v5 over a sweep of batch
+envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5, Humanoid-v5 and Pusher-v5 over a sweep of batch
 sizes N, for:
 
   rlkernels      vec_env::step on the serial, OpenMP and (with an NVIDIA GPU) CUDA backends, from
@@ -96,6 +96,9 @@ ENVS = {
                    envpool_v5_id="Ant-v5", minatar=None, actions=("continuous", 8, -1.0, 1.0), mujoco=True),
     "Humanoid-v5": dict(binary="mujoco_bench", row_env="Humanoid-v5", gym_id="Humanoid-v5", envpool_id="Humanoid-v4",
                         envpool_v5_id="Humanoid-v5", minatar=None, actions=("continuous", 17, -0.4, 0.4), mujoco=True),
+    # The manipulator: three kinematic trees, the object pushed by GJK/EPA cylinder contacts.
+    "Pusher-v5": dict(binary="mujoco_bench", row_env="Pusher-v5", gym_id="Pusher-v5", envpool_id="Pusher-v4",
+                      envpool_v5_id="Pusher-v5", minatar=None, actions=("continuous", 7, -2.0, 2.0), mujoco=True),
 }
 MUJOCO_ENVS = [e for e, spec in ENVS.items() if spec.get("mujoco")]
 

@@ -1,6 +1,6 @@
 // benchmarks/envs/mujoco_bench.cpp
-// Env-steps per second of the MuJoCo locomotion envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5
-// and Humanoid-v5:
+// Env-steps per second of the MuJoCo envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5,
+// Humanoid-v5 and Pusher-v5 (the manipulator: three trees, cylinder contacts by GJK/EPA):
 //   - rlkernels' own envs (rlkernels::hopper<Scalar>, walker2d<Scalar>, half_cheetah<Scalar> on the
 //     physics engine in include/rlkernels/physics/) through vec_env, step and step_unchecked, in
 //     float and in double, on the backend of this build variant (OpenMP: serial_below = 0, every
@@ -10,9 +10,11 @@
 //     envs (OpenMP, schedule(static) like vec_env, in the openmp variant; one thread in the serial
 //     one), each env setting ctrl to its action and calling mj_step frame_skip times, as Gymnasium's
 //     MujocoEnv.do_simulation does, with Gymnasium v5's episode rules (healthy checks, truncation
-//     at 1000 steps, reset with v5's reset noise followed by mj_forward, as Gymnasium's set_state).
+//     at 1000 steps (Pusher 100), reset with v5's reset noise (Pusher: its object draw) followed
+//     by mj_forward, as Gymnasium's set_state).
 // An env step is frame_skip physics steps (Hopper and Walker2d 4 x 0.002 s with RK4, HalfCheetah
-// 5 x 0.01 s with implicit Euler, Ant 5 x 0.01 s and Humanoid 5 x 0.003 s with RK4; for these two
+// 5 x 0.01 s with implicit Euler, Pusher 5 x 0.01 s with Euler, Ant 5 x 0.01 s and Humanoid
+// 5 x 0.003 s with RK4; for these two
 // MuJoCo's rows also call mj_rnePostConstraint once per env step, as Gymnasium does): items_per_second counts env steps, the mj_steps_per_second
 // counter physics steps, and env_steps_per_second_per_thread divides by the threads that had
 // work (min(threads, N)).
@@ -34,6 +36,7 @@
 #include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
+#include <rlkernels/envs/mujoco/pusher.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 
 // MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
@@ -190,7 +193,7 @@ struct mj_env_spec {
   int frame_skip;
   double reset_noise_scale;
   bool cheetah_noise;        ///< HalfCheetah, Ant: qvel noise is reset_noise_scale * N(0, 1), not uniform
-  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's, 3 Ant's, 4 Humanoid's
+  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's, 3 Ant's, 4 Humanoid's; 5 Pusher (never terminates)
 };
 
 constexpr mj_env_spec hopper_spec{"Hopper-v5", "hopper.xml", 4, 5e-3, false, 1};
@@ -198,10 +201,13 @@ constexpr mj_env_spec walker2d_spec{"Walker2d-v5", "walker2d_v5.xml", 4, 5e-3, f
 constexpr mj_env_spec half_cheetah_spec{"HalfCheetah-v5", "half_cheetah.xml", 5, 0.1, true, 0};
 constexpr mj_env_spec ant_spec{"Ant-v5", "ant.xml", 5, 0.1, true, 3};
 constexpr mj_env_spec humanoid_spec{"Humanoid-v5", "humanoid.xml", 5, 1e-2, false, 4};
+constexpr int pusher_code = 5;
+constexpr mj_env_spec pusher_spec{"Pusher-v5", "pusher_v5.xml", 5, 0.0, false, pusher_code};
 
 /// Observation width of a spec: qpos[1:] and qvel for the planar walkers; Ant qpos[2:], qvel and
 /// cfrc_ext[1:]; Humanoid also cinert[1:], cvel[1:] and qfrc_actuator[6:].
 int mj_obs_size(const mjModel* m, int healthy) {
+  if (healthy == pusher_code) return 23;  // qpos[:7], qvel[:7], three bodies' xpos
   if (healthy == 3) return m->nq - 2 + m->nv + 6 * (m->nbody - 1);
   if (healthy == 4) return m->nq - 2 + m->nv + 22 * (m->nbody - 1) + (m->nv - 6);
   return m->nq - 1 + m->nv;
@@ -266,6 +272,20 @@ struct mj_fixture {
     mj_resetData(m, d);
     std::uniform_real_distribution<double> u(-Spec.reset_noise_scale, Spec.reset_noise_scale);
     std::normal_distribution<double> g(0.0, 1.0);
+    if (Spec.healthy == pusher_code) {  // Pusher's reset_model: the object away from the goal
+      std::uniform_real_distribution<double> oy(-0.3, 0.0), ox(-0.2, 0.2), v(-0.005, 0.005);
+      double y, x;
+      do {
+        y = oy(gens[i]);
+        x = ox(gens[i]);
+      } while (!(std::sqrt(y * y + x * x) > 0.17));
+      d->qpos[7] = y;
+      d->qpos[8] = x;
+      for (int k = 0; k < nv; ++k) d->qvel[k] = k < 7 ? v(gens[i]) : 0.0;
+      mj_forward(m, d);
+      elapsed[i] = 0;
+      return;
+    }
     for (int k = 0; k < nq; ++k) d->qpos[k] = m->qpos0[k] + u(gens[i]);
     for (int k = 0; k < nv; ++k) d->qvel[k] = Spec.cheetah_noise ? Spec.reset_noise_scale * g(gens[i]) : u(gens[i]);
     mj_forward(m, d);
@@ -344,6 +364,21 @@ struct mj_fixture {
     double ctrl_cost = 0;
     for (int k = 0; k < nu; ++k) ctrl_cost += action[k] * action[k];
     const bool ok = healthy(d);
+    if (Spec.healthy == pusher_code) {  // Gymnasium's Pusher: the bodies' xpos after mj_step
+      double* obs = observations.data() + i * std::size_t(obs_size);
+      for (int k = 0; k < 7; ++k) obs[k] = d->qpos[k];
+      for (int k = 0; k < 7; ++k) obs[7 + k] = d->qvel[k];
+      for (int b = 0; b < 3; ++b)
+        for (int k = 0; k < 3; ++k) obs[14 + 3 * b + k] = d->xpos[3 * (10 + b) + k];
+      double near = 0, dist = 0;
+      for (int k = 0; k < 3; ++k) {
+        near += (obs[17 + k] - obs[14 + k]) * (obs[17 + k] - obs[14 + k]);
+        dist += (obs[17 + k] - obs[20 + k]) * (obs[17 + k] - obs[20 + k]);
+      }
+      rewards[i] = -std::sqrt(dist) - 0.1 * ctrl_cost - 0.5 * std::sqrt(near);
+      finish_step(i, false);
+      return;
+    }
     if (Spec.healthy >= 3) {
       rewards[i] = step_3d(d, observations.data() + i * std::size_t(obs_size), ok, x_before, ctrl_cost);
       finish_step(i, !ok);
@@ -360,7 +395,7 @@ struct mj_fixture {
   /// The episode bookkeeping after a step: flags, returns, and the reset of an ended episode.
   void finish_step(std::size_t i, bool unhealthy) {
     terminated[i] = unhealthy;
-    truncated[i] = ++elapsed[i] >= 1000;
+    truncated[i] = ++elapsed[i] >= (Spec.healthy == pusher_code ? 100 : 1000);
     episode_returns[i] += rewards[i];
     if (terminated[i] || truncated[i]) {
       ++episodes[i];
@@ -476,6 +511,12 @@ int main(int argc, char** argv) {
     add_rlk_rows<rlk::humanoid<float>, rlk::humanoid<double>>("Humanoid-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<humanoid_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::pusher<float>, rlk::pusher<double>>("Pusher-v5", 5, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<pusher_spec>(n);
 #endif
   }
 #if RLK_BENCH_HAVE_MJ
