@@ -10,8 +10,11 @@ written as exact double literals, plus the candidate collision pairs MuJoCo's br
 would let through (contype/conaffinity, same-weld and parent filters, <exclude>), in the order in
 which MuJoCo's mj_collision visits them.
 
-Visual geoms of types the engine does not collide (contype = conaffinity = 0: cylinders,
-ellipsoids, meshes, ...) and sensors cannot act on the dynamics: they are dropped, and the
+Sensors of the kinds the engine computes (joint position and velocity, frame position,
+orientation, axes and velocities, gyro, velocimeter, subtree centre of mass and velocity, clock:
+physics/sensor.hpp) are kept, their values packed in sensordata in their order. Visual geoms other
+than planes, spheres, capsules and boxes (contype = conaffinity = 0: cylinders, ellipsoids,
+meshes, ...) and the other sensors cannot act on the dynamics: they are dropped, and the
 header's first lines and stderr say which. Anything else outside the engine's subset is refused,
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, boxes that
 collide only with planes, cylinders that collide with planes, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
@@ -54,6 +57,35 @@ BALL, FREE = int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)
 GEOM_NAMES = {PLANE: "plane", SPHERE: "sphere", CAPSULE: "capsule", CYLINDER: "cylinder", BOX: "box"}
 # Visual-only geoms of these types stay in the header; other visual-only geoms are dropped.
 VISUAL_KEPT = (PLANE, SPHERE, CAPSULE, BOX)
+
+# Sensors the engine computes (physics/sensor.hpp), by mjtSensor, and the objects they may read.
+_S = mujoco.mjtSensor
+SENSOR_KINDS = {int(_S.mjSENS_VELOCIMETER), int(_S.mjSENS_GYRO), int(_S.mjSENS_JOINTPOS), int(_S.mjSENS_JOINTVEL),
+                int(_S.mjSENS_FRAMEPOS), int(_S.mjSENS_FRAMEQUAT), int(_S.mjSENS_FRAMEXAXIS), int(_S.mjSENS_FRAMEYAXIS),
+                int(_S.mjSENS_FRAMEZAXIS), int(_S.mjSENS_FRAMELINVEL), int(_S.mjSENS_FRAMEANGVEL),
+                int(_S.mjSENS_SUBTREECOM), int(_S.mjSENS_SUBTREELINVEL), int(_S.mjSENS_CLOCK)}
+_O = mujoco.mjtObj
+FRAME_OBJECTS = (int(_O.mjOBJ_BODY), int(_O.mjOBJ_XBODY), int(_O.mjOBJ_GEOM), int(_O.mjOBJ_SITE))
+
+
+def sensor_problem(m, i, dropped):
+    """Why the engine cannot compute sensor i (None if it can)."""
+    t, ot, oid = int(m.sensor_type[i]), int(m.sensor_objtype[i]), int(m.sensor_objid[i])
+    if t not in SENSOR_KINDS:
+        return "a kind the engine does not compute"
+    if int(m.sensor_refid[i]) >= 0:
+        return "a reference frame (reftype/refname)"
+    if int(m.sensor_history[i][0]) > 0 or m.sensor_delay[i] or any(m.sensor_interval[i]):
+        return "a delay or interval"
+    if t in (int(_S.mjSENS_JOINTPOS), int(_S.mjSENS_JOINTVEL)) and int(m.jnt_type[oid]) not in (HINGE, SLIDE):
+        return "not a hinge or slide joint"
+    if t in (int(_S.mjSENS_FRAMEPOS), int(_S.mjSENS_FRAMEQUAT), int(_S.mjSENS_FRAMEXAXIS), int(_S.mjSENS_FRAMEYAXIS),
+             int(_S.mjSENS_FRAMEZAXIS), int(_S.mjSENS_FRAMELINVEL), int(_S.mjSENS_FRAMEANGVEL)) and ot not in FRAME_OBJECTS:
+        return "an object without a frame the engine computes"
+    if ot == int(_O.mjOBJ_GEOM) and oid in dropped:
+        return "a dropped visual geom"
+    return None
+
 
 # Disable flags the engine honours (the others must be left at their defaults).
 D = mujoco.mjtDisableBit
@@ -352,6 +384,13 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         raise Unsupported(f"<option ccd_iterations={m.opt.ccd_iterations}>: the engine takes 1 to 150 (its EPA "
                           f"polytope is on the stack)")
     pairs = [(geom_id[g1], geom_id[g2], maxcon) for (g1, g2, maxcon) in pairs]
+    # sensors: the supported ones kept (sensordata packed in their order), the others dropped
+    sensors = [i for i in range(m.nsensor) if sensor_problem(m, i, set(dropped)) is None]
+    dropped_sensors = [i for i in range(m.nsensor) if i not in sensors]
+    sensor_adr, nsensordata = [], 0
+    for i in sensors:
+        sensor_adr.append(nsensordata)
+        nsensordata += int(m.sensor_dim[i])
     nlimited = int(sum(1 for j in range(m.njnt) if m.jnt_limited[j]))
     ncon = sum(p[2] for p in pairs)
     nefc = 2 * nlimited
@@ -465,6 +504,16 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers("site_sameframe", m.site_sameframe)
         scalars("site_pos", m.site_pos)
         scalars("site_quat", m.site_quat)
+    if sensors:
+        out("  // sensors (data::sensordata; physics/sensor.hpp)")
+        integers("sensor_type", [m.sensor_type[i] for i in sensors])
+        integers("sensor_datatype", [m.sensor_datatype[i] for i in sensors])
+        integers("sensor_objtype", [m.sensor_objtype[i] for i in sensors])
+        integers("sensor_objid", [geom_id[int(m.sensor_objid[i])] if int(m.sensor_objtype[i]) == int(_O.mjOBJ_GEOM)
+                                  else m.sensor_objid[i] for i in sensors])
+        integers("sensor_dim", [m.sensor_dim[i] for i in sensors])
+        integers("sensor_adr", sensor_adr)
+        scalars("sensor_cutoff", [m.sensor_cutoff[i] for i in sensors])
     out("  // actuators")
     integers("actuator_trnid", [m.actuator_trnid[a][0] for a in range(m.nu)])
     integers("actuator_ctrllimited", m.actuator_ctrllimited)
@@ -489,6 +538,9 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         dims_members.append(("ntree", m.ntree, "kinematic trees: the Newton solver works on constraint islands"))
     if m.nsite:  # written only when there are sites (a Dims without nsite has none)
         dims_members.append(("nsite", m.nsite, "sites"))
+    if sensors:  # written only with sensors the engine computes (a Dims without nsensor has none)
+        dims_members.append(("nsensor", len(sensors), "sensors (physics/sensor.hpp)"))
+        dims_members.append(("nsensordata", nsensordata, "values of all sensors (data::sensordata)"))
     if has_actuator_bias(m):  # written only with servos (a Dims without actuator_bias has none)
         dims_members.append(("actuator_bias", 1, "actuators with an affine bias (servos): the model carries "
                              "actuator_biasprm"))
@@ -552,10 +604,15 @@ constexpr physics::model<Scalar, {name}_dims> {name}() {{
                          for g in dropped))
         notes.append("// The header's geom k is mjModel's geom " + ", ".join(
             f"{k}: {g}" for k, g in enumerate(keep) if k != g) + " (the others keep their ids)")
-    if m.nsensor:
-        notes.append("// Sensors dropped (the engine computes none; they do not act on the dynamics): " + ", ".join(
-            f"{name_of(m, mujoco.mjtObj.mjOBJ_SENSOR, i)} ({mujoco.mjtSensor(m.sensor_type[i]).name.split('_', 1)[1].lower()})"
-            for i in range(m.nsensor)))
+    def sensor_label(i):
+        return f"{name_of(m, mujoco.mjtObj.mjOBJ_SENSOR, i)} ({mujoco.mjtSensor(m.sensor_type[i]).name.split('_', 1)[1].lower()})"
+
+    if sensors:
+        notes.append("// Sensors (their values at sensordata[k]): " + ", ".join(
+            f"{sensor_label(i)} {adr}" for i, adr in zip(sensors, sensor_adr)))
+    if dropped_sensors:
+        notes.append("// Sensors dropped (they do not act on the dynamics): " + ", ".join(
+            f"{sensor_label(i)}: {sensor_problem(m, i, set(dropped))}" for i in dropped_sensors))
     if notes:
         header = header.replace("// Actuators (ctrl order)", "\n".join(notes) + "\n// Actuators (ctrl order)", 1)
     return header + "\n".join(lines) + "\n" + footer

@@ -36,12 +36,13 @@ for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("h
         failures.append(f"{xml}: generator failed: {r.stderr.strip()}")
     elif r.stdout != committed:
         failures.append(f"{xml}: the committed {name}.hpp differs from what the generator writes now")
-# ... and the test-only model with box geoms (from tests/reference/, included as <rlkernels/...>).
-committed = open(os.path.join(root, "tests", "physics", "models", "box_crawler.hpp")).read()
-r = run(os.path.join(root, "tests", "reference", "mujoco_box_crawler.xml"), "box_crawler", None, "--system-includes")
-if r.returncode != 0 or r.stdout != committed:
-    failures.append(f"mujoco_box_crawler.xml: the committed box_crawler.hpp differs from what the generator writes now "
-                    f"({r.stderr.strip()})")
+# ... and the test-only models (box geoms; sensors: from tests/reference/, included as <rlkernels/...>).
+for stem in ("box_crawler", "sensor_robot"):
+    committed = open(os.path.join(root, "tests", "physics", "models", stem + ".hpp")).read()
+    r = run(os.path.join(root, "tests", "reference", f"mujoco_{stem}.xml"), stem, None, "--system-includes")
+    if r.returncode != 0 or r.stdout != committed:
+        failures.append(f"mujoco_{stem}.xml: the committed {stem}.hpp differs from what the generator writes now "
+                        f"({r.stderr.strip()})")
 # ... and the example robot (examples/my_robot/: position servos).
 committed = open(os.path.join(root, "examples", "my_robot", "my_robot_model.hpp")).read()
 r = run(os.path.join(root, "examples", "my_robot", "my_robot.xml"), "my_robot", None, "--system-includes")
@@ -149,9 +150,10 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(pgs, "pendulum_pgs", out)
     if r.returncode != 0 or "m.solver = physics::solver_kind::pgs;" not in open(out).read():
         failures.append(f"a model with solver=\"PGS\" failed to generate or lost its solver: {r.stderr.strip()}")
-    # Visual geoms the engine cannot collide (contype = conaffinity = 0: a cylinder, a mesh, an
-    # ellipsoid) and sensors are dropped, named in the header and on stderr; the kept geoms are
-    # renumbered and the pairs follow them.
+    # Visual geoms other than planes, spheres, capsules and boxes (contype = conaffinity = 0: a
+    # cylinder, a mesh, an ellipsoid) and the sensors the engine does not compute (an
+    # accelerometer; a frame sensor of a dropped geom) are dropped, named in the header and on
+    # stderr; the kept geoms are renumbered and the pairs follow them; the kept sensors are packed.
     visual = os.path.join(tmp, "visual.xml")
     with open(visual, "w") as f:
         f.write("""<mujoco>
@@ -167,7 +169,8 @@ with tempfile.TemporaryDirectory() as tmp:
       <site name="tip" pos="0 0 -.2"/>
     </body>
   </worldbody>
-  <sensor><jointpos name="angle" joint="j0"/><framepos name="tip_pos" objtype="site" objname="tip"/></sensor>
+  <sensor><jointpos name="angle" joint="j0"/><accelerometer name="acc" site="tip"/>
+    <framepos name="egg_pos" objtype="geom" objname="egg"/><framepos name="tip_pos" objtype="site" objname="tip"/></sensor>
   <actuator><motor joint="j0" gear="10"/></actuator>
 </mujoco>""")
     out = os.path.join(tmp, "visual.hpp")
@@ -176,7 +179,11 @@ with tempfile.TemporaryDirectory() as tmp:
     for want in ("static constexpr int ngeom = 2;", "(mjModel has 5: 3 visual geoms dropped)",
                  "// Geoms dropped", "post (cylinder)", "shell (mesh)", "egg (ellipsoid)",
                  "// The header's geom k is mjModel's geom 1: 3",
-                 "// Sensors dropped", "angle (jointpos)", "tip_pos (framepos)",
+                 "// Sensors (their values at sensordata[k]): angle (jointpos) 0, tip_pos (framepos) 1",
+                 "static constexpr int nsensor = 2;", "static constexpr int nsensordata = 4;",
+                 "m.sensor_adr[1] = 1;", "m.sensor_objtype[1] = 6;",
+                 "// Sensors dropped", "acc (accelerometer): a kind the engine does not compute",
+                 "egg_pos (framepos): a dropped visual geom",
                  "m.geom_type_[1] = physics::geom_type(3);",  # the capsule, renumbered from 3 to 1
                  "m.pair_geom1[0] = 0; m.pair_geom2[0] = 1;"):  # floor - arm, in the header's ids
         if want not in text:

@@ -19,6 +19,7 @@
 #include <rlkernels/physics/data.hpp>
 
 #include "physics/models/box_crawler.hpp"  // generated from tests/reference/mujoco_box_crawler.xml
+#include "physics/models/sensor_robot.hpp"  // generated from tests/reference/mujoco_sensor_robot.xml
 #include "../examples/my_robot/my_robot_model.hpp"  // generated from examples/my_robot/my_robot.xml
 
 #include <catch2/catch.hpp>
@@ -139,6 +140,29 @@ struct box_crawler_case {
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::box_crawler<Scalar>(); }
 };
+
+/// A test-only robot with one sensor of each kind the engine computes, on every kind of object
+/// (tests/reference/mujoco_sensor_robot.xml: a free body, two hinges and a slide, four sites).
+struct sensor_robot_case {
+  using lean_dims = rlkernels::models::sensor_robot_dims;
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;
+  static constexpr const char* name = "sensor_robot";
+  static constexpr const char* xml = "mujoco_sensor_robot.xml";
+  static constexpr bool all_pairs_reachable = false;
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::sensor_robot<Scalar>(); }
+};
+
+/// MuJoCo's sensors that the generator kept (the ones the engine computes), in order: the header's
+/// sensor k is mjModel's sensor kept_sensors(m)[k].
+inline std::vector<int> kept_sensors(const mjModel* m) {
+  std::vector<int> kept;
+  for (int i = 0; i < m->nsensor; ++i)
+    if (m->sensor_type[i] != mjSENS_ACCELEROMETER && m->sensor_type[i] != mjSENS_TOUCH) kept.push_back(i);
+  return kept;
+}
 
 /// InvertedPendulum-v5's cart-pole (two limited joints, RK4, no contacts).
 struct inverted_pendulum_case {

@@ -41,7 +41,8 @@ struct field_checker {
 
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
-                   inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case, pusher_case) {
+                   inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case, pusher_case,
+                   sensor_robot_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -107,6 +108,24 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.ints("body_parentid", ours.body_parentid, m->body_parentid, m->nbody);
   c.ints("body_rootid", ours.body_rootid, m->body_rootid, m->nbody);
   REQUIRE(M::ntree == std::max(int(m->ntree), 1));
+  if constexpr (M::nsensor > 0) {  // the kept sensors, in MuJoCo's order, packed
+    const std::vector<int> ks = kept_sensors(m);
+    REQUIRE(M::nsensor == int(ks.size()));
+    int adr = 0;
+    for (int k = 0; k < M::nsensor; ++k) {
+      const int j = ks[k];
+      INFO("sensor " << k << " (mjModel's " << j << ")");
+      REQUIRE(ours.sensor_type[k] == m->sensor_type[j]);
+      REQUIRE(ours.sensor_datatype[k] == m->sensor_datatype[j]);
+      REQUIRE(ours.sensor_objtype[k] == m->sensor_objtype[j]);
+      REQUIRE(ours.sensor_objid[k] == m->sensor_objid[j]);  // (no dropped geom in these models)
+      REQUIRE(ours.sensor_dim[k] == m->sensor_dim[j]);
+      REQUIRE(ours.sensor_adr[k] == adr);
+      c.value("sensor_cutoff", k, ours.sensor_cutoff[k], m->sensor_cutoff[j]);
+      adr += m->sensor_dim[j];
+    }
+    REQUIRE(M::nsensordata == adr);
+  }
   if constexpr (M::ccd_iterations > 0) {  // a model with convex pairs
     REQUIRE(M::ccd_iterations == m->opt.ccd_iterations);
     c.value("ccd_tolerance", 0, ours.ccd_tolerance, m->opt.ccd_tolerance);

@@ -622,3 +622,96 @@ TEST_CASE("ball joints, a free joint and a fixed tendon agree with mj_forward an
     CHECK(err == 0);
   }
 }
+
+namespace {
+
+/// Max |ours - MuJoCo| / max(1, |MuJoCo|) over the kept sensors' values (ours packed, MuJoCo's at
+/// its own addresses, the dropped accelerometer skipped); counts the values a cutoff clipped.
+template <class D>
+double sensor_error(const mjModel* mm, const mjData* md, const ph::data<double, D>& o, long* clipped) {
+  const std::vector<int> ks = rlk_test::kept_sensors(mm);
+  double e = 0;
+  int adr = 0;
+  for (int j : ks) {
+    for (int k = 0; k < mm->sensor_dim[j]; ++k) {
+      const double theirs = md->sensordata[mm->sensor_adr[j] + k];
+      e = std::max(e, rel_err(o.sensordata[adr + k], theirs));
+      if (clipped && mm->sensor_cutoff[j] > 0 && std::fabs(theirs) == mm->sensor_cutoff[j]) ++*clipped;
+    }
+    adr += mm->sensor_dim[j];
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("sensors equal mj_forward's and mj_step's sensordata", "[mujoco][smooth][sensor]") {
+  using Case = rlk_test::sensor_robot_case;
+  using D = Case::dims;
+  rlk_test::mj_model_ptr mm = load(Case::xml);
+  rlk_test::mj_data_ptr md = rlk_test::make_mj_data(mm.get());
+  const auto m = generated_model<Case>();
+  auto o = std::make_unique<ph::data<double, D>>();
+  std::mt19937_64 rng(808);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  // random states (any quaternion, velocities up to 3, a random time): forward
+  double e_fwd = 0, e_alone = 0;
+  long clipped = 0;
+  for (int s = 0; s < 3000; ++s) {
+    mj_resetData(mm.get(), md.get());
+    for (int i = 0; i < mm->nq; ++i) md->qpos[i] = u(rng) * (i < 3 ? 1.0 : 1.5);
+    for (int i = 0; i < mm->nv; ++i) md->qvel[i] = 3 * u(rng);
+    for (int i = 0; i < mm->nu; ++i) md->ctrl[i] = u(rng);
+    md->time = 10 * (u(rng) + 1);
+    rlk_test::copy_state_from_mujoco(mm.get(), md.get(), *o);
+    mj_forward(mm.get(), md.get());
+    ph::forward(*m, *o);
+    REQUIRE(o->warning == 0);
+    e_fwd = std::max(e_fwd, sensor_error(mm.get(), md.get(), *o, &clipped));
+    // the sensors alone (the stages they read) give the same values
+    rlk_test::copy_state_from_mujoco(mm.get(), md.get(), *o);
+    for (int i = 0; i < D::nsensordata; ++i) o->sensordata[i] = 0;
+    ph::sensors(*m, *o);
+    e_alone = std::max(e_alone, sensor_error(mm.get(), md.get(), *o, nullptr));
+  }
+  // trajectories with the model's RK4 (its later stages must not recompute the sensors) and with
+  // Euler: sensordata after each step
+  double e_step[2] = {0, 0};
+  for (int variant = 0; variant < 2; ++variant) {
+    mm->opt.integrator = variant == 0 ? mjINT_RK4 : mjINT_EULER;
+    auto mv = std::make_unique<ph::model<double, D>>(*m);
+    mv->integrator = variant == 0 ? ph::integrator_kind::rk4 : ph::integrator_kind::euler;
+    mj_resetData(mm.get(), md.get());
+    rlk_test::copy_state_from_mujoco(mm.get(), md.get(), *o);
+    for (int t = 0; t < 500; ++t) {
+      for (int i = 0; i < mm->nu; ++i) md->ctrl[i] = o->ctrl[i] = u(rng);
+      mj_step(mm.get(), md.get());
+      ph::step(*mv, *o);
+      REQUIRE(o->warning == 0);
+      e_step[variant] = std::max(e_step[variant], sensor_error(mm.get(), md.get(), *o, nullptr));
+      e_step[variant] = std::max(e_step[variant], rel_err(o->qpos[0], md->qpos[0]));
+    }
+  }
+  mm->opt.integrator = mjINT_RK4;
+  // disabled: both leave sensordata as it was
+  mm->opt.disableflags |= mjDSBL_SENSOR;
+  auto m_off = std::make_unique<ph::model<double, D>>(*m);
+  m_off->disableflags |= ph::disable_sensor;
+  for (int i = 0; i < D::nsensordata; ++i) o->sensordata[i] = -7.0;
+  mj_resetData(mm.get(), md.get());
+  for (int i = 0; i < mm->nsensordata; ++i) md->sensordata[i] = -7.0;
+  mj_forward(mm.get(), md.get());
+  ph::forward(*m_off, *o);
+  const double e_off = sensor_error(mm.get(), md.get(), *o, nullptr);
+  CHECK(o->sensordata[0] == -7.0);
+  std::printf("[smooth] sensors: %d on bodies, body frames, geoms and sites: forward from 3000 states %.3g (%ld "
+              "values at their cutoff; physics::sensors alone %.3g); after each of 500 RK4 / Euler steps %.3g / %.3g; "
+              "disabled %.3g\n",
+              D::nsensor, e_fwd, clipped, e_alone, e_step[0], e_step[1], e_off);
+  CHECK(e_fwd == 0);
+  CHECK(e_alone == 0);
+  CHECK(clipped > 1000);
+  CHECK(e_step[0] == 0);
+  CHECK(e_step[1] == 0);
+  CHECK(e_off == 0);
+}

@@ -53,11 +53,19 @@ struct data_sites {
 };
 template <class Scalar>
 struct data_sites<Scalar, 0> {};
+
+/// The sensor values of a workspace whose model has sensors (NSensorData values); empty for none.
+template <class Scalar, int NSensorData>
+struct data_sensors {
+  Scalar sensordata[NSensorData];  ///< mjData's sensordata: each sensor's values at its sensor_adr (physics/sensor.hpp)
+};
+template <class Scalar>
+struct data_sensors<Scalar, 0> {};
 }  // namespace detail
 
 /// @brief The workspace of one forward pass (mjData's fields for the supported subset).
 template <class Scalar, class Dims>
-struct data : detail::data_sites<Scalar, dims_nsite<Dims>> {
+struct data : detail::data_sites<Scalar, dims_nsite<Dims>>, detail::data_sensors<Scalar, dims_nsensordata<Dims>> {
   using model_type = model<Scalar, Dims>;     ///< the model this workspace belongs to
   static constexpr int nq = Dims::nq;         ///< position coordinates
   static constexpr int nv = Dims::nv;         ///< degrees of freedom

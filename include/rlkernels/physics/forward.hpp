@@ -9,6 +9,7 @@
 #include "constraint.hpp"
 #include "data.hpp"
 #include "model.hpp"
+#include "sensor.hpp"
 #include "smooth.hpp"
 #include "solver.hpp"
 
@@ -16,9 +17,12 @@ namespace rlkernels {
 namespace physics {
 namespace detail {
 
-/// mj_forward without touching d.warning (step() accumulates the bits of all its passes).
+/// mj_forward without touching d.warning (step() accumulates the bits of all its passes); with
+/// sensors false, mj_forwardSkip's skipsensor (RK4's later stages: sensordata stays the first
+/// pass's, as in MuJoCo).
 template <class S, class D>
-RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data<S, D>& d) {
+RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data<S, D>& d, bool sensors = true) {
+  (void)sensors;
   const int flags = m.disableflags;
   // position stage (mj_fwdPosition)
   kinematics(m, d);
@@ -38,12 +42,18 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data
   }
   d.ncon_peak = d.ncon > d.ncon_peak ? d.ncon : d.ncon_peak;
   d.nefc_peak = d.nefc > d.nefc_peak ? d.nefc : d.nefc_peak;
+  if constexpr (dims_nsensor<D> > 0) {
+    if (sensors) sensor_pos(m, d);
+  }
   // velocity stage (mj_fwdVelocity)
   tendon_velocity(m, d);
   com_vel(m, d);
   passive(m, d);
   if (d.nefc > 0) reference_constraint(m, d);
   rne(m, d, d.qfrc_bias);
+  if constexpr (dims_nsensor<D> > 0) {
+    if (sensors) sensor_vel(m, d);
+  }
   // acceleration stage (mj_fwdActuation, mj_fwdAcceleration, mj_fwdConstraint)
   actuation(m, d);
   smooth_acceleration(m, d);
@@ -219,7 +229,7 @@ RLK_HOST_DEVICE void runge_kutta4(const model<S, D>& m, data<S, D>& d) {
     for (int k = 0; k < nq; ++k) d.qpos[k] = Xq[i][k];
     for (int k = 0; k < nv; ++k) d.qvel[k] = Xv[i][k];
     d.time = T[i - 1];
-    forward_pass(m, d);
+    forward_pass(m, d, false);
     for (int k = 0; k < nv; ++k) F[i][k] = d.qacc[k];
   }
 

@@ -53,6 +53,7 @@ enum disable_bits : int {
   disable_refsafe = 1 << 12,    ///< raising a standard solref[0] to at least 2*timestep
   disable_eulerdamp = 1 << 15,  ///< Euler's implicit treatment of damping
   disable_autoreset = 1 << 16,  ///< resetting the data on a bad qpos/qvel/qacc
+  disable_sensor = 1 << 13,     ///< sensors (sensordata is then left as it was)
   disable_island = 1 << 18      ///< constraint islands (the solver then scales its tolerances by meaninertia*nv, not the island's trace of M)
 };
 
@@ -95,6 +96,56 @@ struct dims_nsite_of<Dims, decltype(void(Dims::nsite))> { static constexpr int v
 /// data::site_xmat) after the position stage; a model without has no site arrays at all.
 template <class Dims>
 constexpr int dims_nsite = detail::dims_nsite_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
+struct dims_nsensor_of {
+  static constexpr int nsensor = 0;
+  static constexpr int nsensordata = 0;
+};
+template <class Dims>
+struct dims_nsensor_of<Dims, decltype(void(Dims::nsensor))> {
+  static constexpr int nsensor = Dims::nsensor;
+  static constexpr int nsensordata = Dims::nsensordata;
+};
+}  // namespace detail
+
+/// Sensors of a Dims type: its `nsensor` member (with `nsensordata`, the length of sensordata),
+/// which the generator writes for a model with sensors of the supported kinds (physics/sensor.hpp),
+/// or 0. A model with sensors carries their constants (sensor_type, ..., sensor_cutoff) and its
+/// workspace data::sensordata, filled by the forward pass as MuJoCo's mj_sensorPos and
+/// mj_sensorVel fill mjData's.
+template <class Dims>
+constexpr int dims_nsensor = detail::dims_nsensor_of<Dims>::nsensor;
+/// See dims_nsensor: the Dims type's `nsensordata`, or 0.
+template <class Dims>
+constexpr int dims_nsensordata = detail::dims_nsensor_of<Dims>::nsensordata;
+
+/// Sensor kinds, numbered as MuJoCo's mjtSensor (the ones the engine computes).
+enum sensor_kind : int {
+  sensor_velocimeter = 2,     ///< a site's linear velocity in its frame (3)
+  sensor_gyro = 3,            ///< a site's angular velocity in its frame (3)
+  sensor_jointpos = 9,        ///< a hinge or slide joint's position (1)
+  sensor_jointvel = 10,       ///< its velocity (1)
+  sensor_framepos = 26,       ///< an object's position, world frame (3)
+  sensor_framequat = 27,      ///< its orientation quaternion (4)
+  sensor_framexaxis = 28,     ///< its frame's x axis in the world (3)
+  sensor_frameyaxis = 29,     ///< y axis (3)
+  sensor_framezaxis = 30,     ///< z axis (3)
+  sensor_framelinvel = 31,    ///< its linear velocity, world frame (3)
+  sensor_frameangvel = 32,    ///< its angular velocity, world frame (3)
+  sensor_subtreecom = 35,     ///< a body's subtree centre of mass (3)
+  sensor_subtreelinvel = 36,  ///< its centre-of-mass velocity (3)
+  sensor_clock = 45           ///< the simulation time (1)
+};
+
+/// Object kinds a sensor reads, numbered as MuJoCo's mjtObj.
+enum object_kind : int {
+  object_body = 1,   ///< a body's inertial frame (xipos, ximat)
+  object_xbody = 2,  ///< a body's own frame (xpos, xmat)
+  object_geom = 5,   ///< a geom's frame
+  object_site = 6    ///< a site's frame
+};
 
 namespace detail {
 template <class Dims, class = void>
@@ -244,6 +295,21 @@ struct model_trees {
 template <int NBody, int NV>
 struct model_trees<1, NBody, NV> {};
 
+/// The sensor constants of a model with NSensor > 0 sensors (mjModel's sensor_* fields for the
+/// supported kinds); empty for none.
+template <class Scalar, int NSensor>
+struct model_sensors {
+  int sensor_type[NSensor];      ///< sensor_kind (mjtSensor)
+  int sensor_datatype[NSensor];  ///< mjtDataType: 0 real, 1 positive, 2 axis, 3 quaternion (the cutoff applies to 0 and 1)
+  int sensor_objtype[NSensor];   ///< object_kind of the object read (joint sensors: mjOBJ_JOINT, 3)
+  int sensor_objid[NSensor];     ///< the object's id
+  int sensor_dim[NSensor];       ///< values it writes
+  int sensor_adr[NSensor];       ///< its first value in data::sensordata
+  Scalar sensor_cutoff[NSensor]; ///< cutoff (0: none)
+};
+template <class Scalar>
+struct model_sensors<Scalar, 0> {};
+
 /// mjOption's tolerance of the general convex collider of a model with convex pairs
 /// (dims_ccd_iterations > 0); empty for none.
 template <class Scalar, bool Convex>
@@ -264,7 +330,8 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
                detail::model_fluid<Scalar, dims_fluid<Dims>>,
                detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>>,
                detail::model_trees<dims_ntree<Dims>, Dims::nbody, Dims::nv>,
-               detail::model_ccd<Scalar, (dims_ccd_iterations<Dims> > 0)> {
+               detail::model_ccd<Scalar, (dims_ccd_iterations<Dims> > 0)>,
+               detail::model_sensors<Scalar, dims_nsensor<Dims>> {
   static_assert(dims_check<Dims>::value, "");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
@@ -284,6 +351,8 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
   static constexpr bool actuator_bias = dims_actuator_bias<Dims>;  ///< actuators with an affine bias (actuator_biasprm, when true)
   static constexpr int ntree = dims_ntree<Dims>;      ///< kinematic trees (body_treeid, dof_treeid, when > 1)
   static constexpr int ccd_iterations = dims_ccd_iterations<Dims>;  ///< the convex collider's iterations (ccd_tolerance, when > 0)
+  static constexpr int nsensor = dims_nsensor<Dims>;          ///< sensors (their constants, and data::sensordata, when > 0)
+  static constexpr int nsensordata = dims_nsensordata<Dims>;  ///< values of all sensors (data::sensordata's length)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -444,7 +513,8 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                     NewDims::npair == Dims::npair && dims_nsite<NewDims> == dims_nsite<Dims> &&
                     dims_fluid<NewDims> == dims_fluid<Dims> &&
                     dims_actuator_bias<NewDims> == dims_actuator_bias<Dims> && dims_ntree<NewDims> == dims_ntree<Dims> &&
-                    dims_ccd_iterations<NewDims> == dims_ccd_iterations<Dims>,
+                    dims_ccd_iterations<NewDims> == dims_ccd_iterations<Dims> &&
+                    dims_nsensor<NewDims> == dims_nsensor<Dims> && dims_nsensordata<NewDims> == dims_nsensordata<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

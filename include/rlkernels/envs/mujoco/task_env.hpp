@@ -57,7 +57,8 @@ struct mujoco_task_step {
 /// the state, ends the episode as truncated with reward 0 and counts it (mujoco_state's
 /// unstable_steps, capacity_overflows). vec_env truncates at Params::max_episode_steps.
 /// An observation that needs positions (site frames, body frames) runs physics::kinematics on a
-/// physics::data of its own from the state's qpos (see detail::positions).
+/// physics::data of its own from the state's qpos (see detail::positions), one that reads sensors
+/// detail::sensors.
 /// @tparam Task the task (above)
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 template <class Task, class Scalar = float>
@@ -135,6 +136,17 @@ RLK_HOST_DEVICE void positions(const physics::model<Scalar, Dims>& m, const mujo
   load_workspace(d, s, static_cast<const Scalar*>(nullptr), false);
   physics::kinematics(m, d);
   physics::com_pos(m, d);
+}
+
+/// The model's sensors (physics/sensor.hpp) at the state's qpos and qvel (time 0) into
+/// d.sensordata, as mj_forward computes them there, for an observation that reads sensors. A
+/// task's step sees the step's own values in mujoco_task_step::data.sensordata: those of the last
+/// physics step's first forward pass, MuJoCo's sensordata after mj_step.
+template <class Scalar, class Dims>
+RLK_HOST_DEVICE void sensors(const physics::model<Scalar, Dims>& m, const mujoco_state<Scalar, Dims>& s,
+                             physics::data<Scalar, Dims>& d) {
+  load_workspace(d, s, static_cast<const Scalar*>(nullptr), false);
+  physics::sensors(m, d);
 }
 
 }  // namespace detail
