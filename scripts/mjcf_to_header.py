@@ -17,7 +17,7 @@ than planes, spheres, capsules and boxes (contype = conaffinity = 0: cylinders, 
 meshes, ...) and the other sensors cannot act on the dynamics: they are dropped, and the
 header's first lines and stderr say which. Anything else outside the engine's subset is refused,
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, boxes that
-collide only with planes, cylinders that collide with planes, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
+collide only with planes, cylinders that collide with planes, spheres, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
 (length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
 flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver
 (Newton also on several kinematic trees: constraint islands); Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
@@ -46,6 +46,7 @@ MAX_CONTACTS = {
     (PLANE, CYLINDER): 4,
     (SPHERE, SPHERE): 1,
     (SPHERE, CAPSULE): 1,
+    (SPHERE, CYLINDER): 1,
     (CAPSULE, CAPSULE): 2,
     # MuJoCo's general convex collider (GJK/EPA) with multiCCD: 1 + 4 contacts
     (CAPSULE, CYLINDER): 5,

@@ -61,9 +61,6 @@ BASE = """<mujoco>
   {extra}
 </mujoco>"""
 cases = [
-    ("sphere against a cylinder", dict(body='<geom name="can" type="cylinder" size=".1 .05"/><body name="c" pos="0 0 .3">'
-                                            '<joint type="hinge"/><geom name="ball" type="sphere" size=".05"/></body>',
-                                       extra=""), "no sphere-cylinder collision"),
     ("limited ball joint", dict(body='<joint name="shoulder" type="ball" range="0 1"/><geom type="sphere" size=".1"/>',
                                 extra=""), "joint 'shoulder'"),
     ("ball joint stiffness", dict(body='<joint name="wrist" type="ball" stiffness="2"/><geom type="sphere" size=".1"/>',

@@ -556,9 +556,9 @@ TEST_CASE("cylinder contacts (plane-cylinder; capsule- and cylinder-cylinder by 
     const char *ta, *sa, *sb;
   };
   const convex_case cases[] = {{"capsule", "0.06 0.2", "0.05 0.08"}, {"cylinder", "0.07 0.1", "0.05 0.08"},
-                               {"capsule", "0.02 0.1", "0.05 0.05"}};
+                               {"capsule", "0.02 0.1", "0.05 0.05"}, {"sphere", "0.07", "0.05 0.08"}};
   double err = 0;
-  long configurations = 0, plane_cyl = 0, convex = 0, multi = 0, deep = 0, shallow = 0, excluded = 0;
+  long configurations = 0, plane_cyl = 0, convex = 0, sphere_cyl = 0, multi = 0, deep = 0, shallow = 0, excluded = 0;
   int max_per_pair = 0;
   test_rng rng(777);
   for (const auto& cc : cases) {
@@ -593,7 +593,8 @@ TEST_CASE("cylinder contacts (plane-cylinder; capsule- and cylinder-cylinder by 
         if (g > 0) REQUIRE(physics::detail::bounding_radius(pm, g) == m->geom_rbound[g]);
       }
       const int pairs[3][2] = {{0, 1}, {0, 2}, {1, 2}};
-      const int maxcon[3] = {m->geom_type[1] == mjGEOM_CAPSULE ? 2 : 4, 4, 5};
+      const bool sphere = m->geom_type[1] == mjGEOM_SPHERE;  // sphere-cylinder: a primitive, 1 contact
+      const int maxcon[3] = {sphere ? 1 : m->geom_type[1] == mjGEOM_CAPSULE ? 2 : 4, 4, sphere ? 1 : 5};
       for (int p = 0, adr = 0; p < 3; ++p) {
         pm.pair_geom1[p] = pairs[p][0];
         pm.pair_geom2[p] = pairs[p][1];
@@ -648,11 +649,13 @@ TEST_CASE("cylinder contacts (plane-cylinder; capsule- and cylinder-cylinder by 
           err = std::max(err, contact_error(o, j, c));
           excluded += o.con[j].exclude;
           const bool geom_geom = c.geom[0] != 0;
+          const bool by_gjk = geom_geom && m->geom_type[c.geom[0]] != mjGEOM_SPHERE;
           between += geom_geom;
-          convex += geom_geom;
+          convex += by_gjk;
+          sphere_cyl += geom_geom && !by_gjk;
           plane_cyl += !geom_geom && m->geom_type[c.geom[1]] == mjGEOM_CYLINDER;
-          deep += geom_geom && c.dist < -0.01;
-          shallow += geom_geom && c.dist > -0.002;
+          deep += by_gjk && c.dist < -0.01;
+          shallow += by_gjk && c.dist > -0.002;
         }
         multi += between > 1;
         max_per_pair = std::max(max_per_pair, between);
@@ -660,10 +663,11 @@ TEST_CASE("cylinder contacts (plane-cylinder; capsule- and cylinder-cylinder by 
       }
     }
   }
-  std::printf("[constraint] cylinders: %ld configurations, %ld plane-cylinder and %ld GJK/EPA contacts (%ld deeper "
-              "than 1 cm, %ld within 2 mm; %ld pairs with 2+ from multiCCD, at most %d; %ld in the gap); max error %.3g\n",
-              configurations, plane_cyl, convex, deep, shallow, multi, max_per_pair, excluded, err);
+  std::printf("[constraint] cylinders: %ld configurations, %ld plane-cylinder, %ld sphere-cylinder and %ld GJK/EPA "
+              "contacts (%ld deeper than 1 cm, %ld within 2 mm; %ld pairs with 2+ from multiCCD, at most %d; %ld in the gap); max error %.3g\n",
+              configurations, plane_cyl, sphere_cyl, convex, deep, shallow, multi, max_per_pair, excluded, err);
   CHECK(plane_cyl > 5000);
+  CHECK(sphere_cyl > 1000);
   CHECK(convex > 5000);
   CHECK(deep > 1000);
   CHECK(shallow > 500);

@@ -224,6 +224,61 @@ RLK_INLINE int collide_sphere_capsule(pre_contact<S>* con, S margin, const S* po
   return collide_sphere_sphere_raw(con, margin, pos1, mat1, r1, nearest, mat2, size2[0]);
 }
 
+/// Sphere (pos1, r1) against a cylinder (radius size2[0], half height size2[1]): MuJoCo's
+/// mjc_SphereCylinder. Beside the cylinder, the sphere against the nearest point of the axis
+/// (with the cylinder's radius); over a cap, the sphere against the cap's plane (normal flipped to
+/// point from the sphere to the cylinder); otherwise against the nearest rim point. A centre
+/// inside takes the nearer of the side and the cap. At most 1 contact.
+template <class S>
+RLK_INLINE int collide_sphere_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
+                                       const S* pos2, const S* mat2, const S* size2) {
+  const S radius = size2[0], height = size2[1];
+  S axis[3];
+  mat_zaxis(axis, mat2);
+  S vec[3];
+  sub3(vec, pos1, pos2);
+  const S x = dot3(axis, vec);
+  S a_proj[3], p_proj[3];
+  scale3(a_proj, axis, x);
+  sub3(p_proj, vec, a_proj);
+  const S p_proj_sqr = dot3(p_proj, p_proj);
+  bool side = std::fabs(x) < height;
+  bool cap = p_proj_sqr < radius * radius;
+  if (side && cap) {  // the centre inside: the nearer surface
+    const S dist_cap = height - std::fabs(x);
+    const S dist_radius = radius - std::sqrt(p_proj_sqr);
+    if (dist_cap < dist_radius) {
+      side = false;
+    } else {
+      cap = false;
+    }
+  }
+  if (side) {
+    a_proj[0] += pos2[0]; a_proj[1] += pos2[1]; a_proj[2] += pos2[2];
+    return collide_sphere_sphere_raw(con, margin, pos1, mat1, r1, a_proj, mat2, radius);
+  }
+  if (cap) {
+    const S flip[9] = {-mat2[0], mat2[1], -mat2[2], -mat2[3], mat2[4], -mat2[5], -mat2[6], mat2[7], -mat2[8]};
+    S pos_cap[3];
+    const S* mat_cap = mat2;
+    if (x > S(0)) {
+      for (int k = 0; k < 3; ++k) pos_cap[k] = pos2[k] + axis[k] * height;
+    } else {
+      for (int k = 0; k < 3; ++k) pos_cap[k] = pos2[k] + axis[k] * -height;
+      mat_cap = flip;
+    }
+    const int n = collide_plane_sphere_raw(con, margin, pos_cap, mat_cap, pos1, r1);
+    if (n) scale3(con->normal, con->normal, S(-1));
+    return n;
+  }
+  // the rim: the sphere against a point
+  scale3(p_proj, p_proj, size2[0] / std::sqrt(p_proj_sqr));
+  scale3(vec, axis, x > S(0) ? height : -height);
+  vec[0] += p_proj[0]; vec[1] += p_proj[1]; vec[2] += p_proj[2];
+  vec[0] += pos2[0]; vec[1] += pos2[1]; vec[2] += pos2[2];
+  return collide_sphere_sphere_raw(con, margin, pos1, mat1, r1, vec, mat2, S(0));
+}
+
 /// Point pos + axis*t (axis already scaled by the half length).
 template <class S> RLK_INLINE void segment_point(S* r, const S* pos, const S* axis, S t) {
   scale3(r, axis, t);
@@ -464,6 +519,8 @@ RLK_INLINE int narrow_phase(const model<Scalar, Dims>& m, const data<Scalar, Dim
       return collide_sphere_sphere_raw(pc, margin, pos1, mat1, m.geom_size[g1][0], pos2, mat2, m.geom_size[g2][0]);
     if (t2 == geom_type::capsule)
       return collide_sphere_capsule(pc, margin, pos1, mat1, m.geom_size[g1][0], pos2, mat2, m.geom_size[g2]);
+    if (t2 == geom_type::cylinder)
+      return collide_sphere_cylinder(pc, margin, pos1, mat1, m.geom_size[g1][0], pos2, mat2, m.geom_size[g2]);
     return 0;
   }
   if (t1 == geom_type::capsule && t2 == geom_type::capsule)
