@@ -74,8 +74,10 @@ def sensor_problem(m, i, dropped):
     t, ot, oid = int(m.sensor_type[i]), int(m.sensor_objtype[i]), int(m.sensor_objid[i])
     if t not in SENSOR_KINDS:
         return "a kind the engine does not compute"
-    if int(m.sensor_refid[i]) >= 0:
-        return "a reference frame (reftype/refname)"
+    if int(m.sensor_refid[i]) >= 0 and int(m.sensor_reftype[i]) not in FRAME_OBJECTS:
+        return "a reference frame of a kind the engine does not compute (a camera)"
+    if int(m.sensor_refid[i]) >= 0 and int(m.sensor_reftype[i]) == int(_O.mjOBJ_GEOM) and int(m.sensor_refid[i]) in dropped:
+        return "a reference frame on a dropped visual geom"
     if int(m.sensor_history[i][0]) > 0 or m.sensor_delay[i] or any(m.sensor_interval[i]):
         return "a delay or interval"
     if t in (int(_S.mjSENS_JOINTPOS), int(_S.mjSENS_JOINTVEL)) and int(m.jnt_type[oid]) not in (HINGE, SLIDE):
@@ -512,6 +514,10 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers("sensor_objtype", [m.sensor_objtype[i] for i in sensors])
         integers("sensor_objid", [geom_id[int(m.sensor_objid[i])] if int(m.sensor_objtype[i]) == int(_O.mjOBJ_GEOM)
                                   else m.sensor_objid[i] for i in sensors])
+        integers("sensor_reftype", [m.sensor_reftype[i] if int(m.sensor_refid[i]) >= 0 else 0 for i in sensors])
+        integers("sensor_refid", [geom_id[int(m.sensor_refid[i])] if int(m.sensor_refid[i]) >= 0
+                                  and int(m.sensor_reftype[i]) == int(_O.mjOBJ_GEOM) else m.sensor_refid[i]
+                                  for i in sensors])
         integers("sensor_dim", [m.sensor_dim[i] for i in sensors])
         integers("sensor_adr", sensor_adr)
         scalars("sensor_cutoff", [m.sensor_cutoff[i] for i in sensors])

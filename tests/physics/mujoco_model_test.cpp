@@ -119,6 +119,8 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
       REQUIRE(ours.sensor_datatype[k] == m->sensor_datatype[j]);
       REQUIRE(ours.sensor_objtype[k] == m->sensor_objtype[j]);
       REQUIRE(ours.sensor_objid[k] == m->sensor_objid[j]);  // (no dropped geom in these models)
+      REQUIRE(ours.sensor_refid[k] == m->sensor_refid[j]);
+      if (m->sensor_refid[j] >= 0) REQUIRE(ours.sensor_reftype[k] == m->sensor_reftype[j]);
       REQUIRE(ours.sensor_dim[k] == m->sensor_dim[j]);
       REQUIRE(ours.sensor_adr[k] == adr);
       c.value("sensor_cutoff", k, ours.sensor_cutoff[k], m->sensor_cutoff[j]);

@@ -303,6 +303,8 @@ struct model_sensors {
   int sensor_datatype[NSensor];  ///< mjtDataType: 0 real, 1 positive, 2 axis, 3 quaternion (the cutoff applies to 0 and 1)
   int sensor_objtype[NSensor];   ///< object_kind of the object read (joint sensors: mjOBJ_JOINT, 3)
   int sensor_objid[NSensor];     ///< the object's id
+  int sensor_reftype[NSensor];   ///< object_kind of the reference frame of a frame sensor (0 and refid -1: the world)
+  int sensor_refid[NSensor];     ///< the reference frame's object id, -1 for the world frame
   int sensor_dim[NSensor];       ///< values it writes
   int sensor_adr[NSensor];       ///< its first value in data::sensordata
   Scalar sensor_cutoff[NSensor]; ///< cutoff (0: none)

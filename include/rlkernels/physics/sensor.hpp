@@ -2,8 +2,8 @@
 // MuJoCo's mj_sensorPos and mj_sensorVel for the sensors that read the position and velocity
 // stages: joint position and velocity, frame position, orientation and axes, frame linear and
 // angular velocity, gyro, velocimeter, subtree centre of mass and linear velocity, and the clock,
-// of bodies (inertial frame or body frame), geoms and sites, in the world frame; with MuJoCo's
-// cutoff. Same formulas and order of operations as MuJoCo 3.12 (mj_objectVelocity,
+// of bodies (inertial frame or body frame), geoms and sites, in the world frame or a reference
+// frame (another such object); with MuJoCo's cutoff. Same formulas and order of operations as MuJoCo 3.12 (mj_objectVelocity,
 // mju_transformSpatial, mj_subtreeVel), so that in double the values are mjData's sensordata bit
 // for bit (tests/physics/mujoco_smooth_test.cpp). A model without sensors compiles none of this.
 #pragma once
@@ -73,6 +73,20 @@ RLK_INLINE void object_velocity(const model<S, D>& m, const data<S, D>& d, int o
     transform_motion_world(res, d.cvel[body], pos, root_com);
 }
 
+/// An object's orientation quaternion (MuJoCo's get_xquat).
+template <class S, class D>
+RLK_INLINE void object_quat(const model<S, D>& m, const data<S, D>& d, int objtype, int id, S* quat) {
+  if (objtype == object_xbody) {
+    for (int k = 0; k < 4; ++k) quat[k] = d.xquat[id][k];
+  } else if (objtype == object_body) {
+    spatial::mul_quat(quat, d.xquat[id], m.body_iquat[id]);
+  } else if (objtype == object_geom) {
+    spatial::mul_quat(quat, d.xquat[m.geom_bodyid[id]], m.geom_quat[id]);
+  } else {
+    if constexpr (dims_nsite<D> > 0) spatial::mul_quat(quat, d.xquat[m.site_bodyid[id]], m.site_quat[id]);
+  }
+}
+
 /// MuJoCo's cutoff: a real-valued sensor clipped to +-cutoff, a positive one to at most cutoff.
 template <class S, class D>
 RLK_INLINE void sensor_cutoff(const model<S, D>& m, int i, S* out) {
@@ -120,6 +134,7 @@ RLK_HOST_DEVICE void sensor_pos(const model<S, D>& m, data<S, D>& d) {
     if (m.disableflags & disable_sensor) return;
     for (int i = 0; i < dims_nsensor<D>; ++i) {
       const int type = m.sensor_type[i], objtype = m.sensor_objtype[i], id = m.sensor_objid[i];
+      const int refid = m.sensor_refid[i];
       S* out = d.sensordata + m.sensor_adr[i];
       const S *xpos, *xmat;
       switch (type) {
@@ -127,28 +142,45 @@ RLK_HOST_DEVICE void sensor_pos(const model<S, D>& m, data<S, D>& d) {
           out[0] = d.qpos[m.jnt_qposadr[id]];
           break;
         case sensor_framepos:
-          sensor_frame(m, d, objtype, id, xpos, xmat);
-          copy3(out, xpos);
-          break;
         case sensor_framexaxis:
         case sensor_frameyaxis:
         case sensor_framezaxis: {
           sensor_frame(m, d, objtype, id, xpos, xmat);
-          const int offset = type - sensor_framexaxis;
-          out[0] = xmat[offset];
-          out[1] = xmat[offset + 3];
-          out[2] = xmat[offset + 6];
+          const int offset = type - sensor_framexaxis;  // (x, y, z axis: the matrix's column)
+          if (refid < 0) {
+            if (type == sensor_framepos) {
+              copy3(out, xpos);
+            } else {
+              out[0] = xmat[offset];
+              out[1] = xmat[offset + 3];
+              out[2] = xmat[offset + 6];
+            }
+          } else {  // in the reference frame
+            const S *xpos_ref, *xmat_ref;
+            sensor_frame(m, d, m.sensor_reftype[i], refid, xpos_ref, xmat_ref);
+            S v[3];
+            if (type == sensor_framepos) {
+              sub3(v, xpos, xpos_ref);
+            } else {
+              v[0] = xmat[offset];
+              v[1] = xmat[offset + 3];
+              v[2] = xmat[offset + 6];
+            }
+            mul_mat_t_vec3(out, xmat_ref, v);
+          }
           break;
         }
         case sensor_framequat: {
-          if (objtype == object_xbody) {
-            for (int k = 0; k < 4; ++k) out[k] = d.xquat[id][k];
-          } else if (objtype == object_body) {
-            spatial::mul_quat(out, d.xquat[id], m.body_iquat[id]);
-          } else if (objtype == object_geom) {
-            spatial::mul_quat(out, d.xquat[m.geom_bodyid[id]], m.geom_quat[id]);
-          } else {
-            if constexpr (dims_nsite<D> > 0) spatial::mul_quat(out, d.xquat[m.site_bodyid[id]], m.site_quat[id]);
+          if (refid < 0) {
+            object_quat(m, d, objtype, id, out);
+          } else {  // relative to the reference: conj(ref) * obj
+            S objquat[4], refquat[4];
+            object_quat(m, d, objtype, id, objquat);
+            object_quat(m, d, m.sensor_reftype[i], refid, refquat);
+            refquat[1] = -refquat[1];
+            refquat[2] = -refquat[2];
+            refquat[3] = -refquat[3];
+            spatial::mul_quat(out, refquat, objquat);
           }
           break;
         }
@@ -196,6 +228,22 @@ RLK_HOST_DEVICE void sensor_vel(const model<S, D>& m, data<S, D>& d) {
         case sensor_framelinvel:
         case sensor_frameangvel:
           detail::object_velocity(m, d, objtype, id, xvel, false);
+          if (m.sensor_refid[i] >= 0) {  // relative to the reference frame, in its axes
+            const int reftype = m.sensor_reftype[i], refid = m.sensor_refid[i];
+            const S *xpos, *xmat, *xpos_ref, *xmat_ref;
+            sensor_frame(m, d, objtype, id, xpos, xmat);
+            sensor_frame(m, d, reftype, refid, xpos_ref, xmat_ref);
+            S xvel_ref[6], rel_vel[6], cross[3], rvec[3];
+            detail::object_velocity(m, d, reftype, refid, xvel_ref, false);
+            for (int k = 0; k < 6; ++k) rel_vel[k] = xvel[k] - xvel_ref[k];
+            sub3(rvec, xpos, xpos_ref);
+            cross3(cross, rvec, xvel_ref);
+            rel_vel[3] += cross[0];
+            rel_vel[4] += cross[1];
+            rel_vel[5] += cross[2];
+            mul_mat_t_vec3(xvel, xmat_ref, rel_vel);
+            mul_mat_t_vec3(xvel + 3, xmat_ref, rel_vel + 3);
+          }
           copy3(out, type == sensor_frameangvel ? xvel : xvel + 3);
           break;
         case sensor_subtreelinvel:

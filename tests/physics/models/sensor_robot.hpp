@@ -2,7 +2,7 @@
 // Do not edit: regenerate (docs/physics.md says how). The values are mjModel's, compiled by MuJoCo.
 // Joints (qpos order): root, shoulder, elbow, extend
 // Sites: world_site, imu, elbow_site, tip
-// Sensors (their values at sensordata[k]): q_shoulder (jointpos) 0, q_extend (jointpos) 1, v_elbow (jointvel) 2, v_shoulder_cut (jointvel) 3, p_body (framepos) 4, p_xbody (framepos) 7, p_geom (framepos) 10, p_site (framepos) 13, p_world_site (framepos) 16, q_body (framequat) 19, q_xbody (framequat) 23, q_geom (framequat) 27, q_site (framequat) 31, x_site (framexaxis) 35, y_geom (frameyaxis) 38, z_body (framezaxis) 41, lv_site (framelinvel) 44, lv_body (framelinvel) 47, av_xbody (frameangvel) 50, av_geom (frameangvel) 53, av_world (frameangvel) 56, gyro (gyro) 59, gyro_cut (gyro) 62, velocimeter (velocimeter) 65, velocimeter_tip (velocimeter) 68, com_all (subtreecom) 71, com_upper (subtreecom) 74, vcom_all (subtreelinvel) 77, vcom_lower (subtreelinvel) 80, clock (clock) 83
+// Sensors (their values at sensordata[k]): q_shoulder (jointpos) 0, q_extend (jointpos) 1, v_elbow (jointvel) 2, v_shoulder_cut (jointvel) 3, p_body (framepos) 4, p_xbody (framepos) 7, p_geom (framepos) 10, p_site (framepos) 13, p_world_site (framepos) 16, q_body (framequat) 19, q_xbody (framequat) 23, q_geom (framequat) 27, q_site (framequat) 31, x_site (framexaxis) 35, y_geom (frameyaxis) 38, z_body (framezaxis) 41, lv_site (framelinvel) 44, lv_body (framelinvel) 47, av_xbody (frameangvel) 50, av_geom (frameangvel) 53, av_world (frameangvel) 56, gyro (gyro) 59, gyro_cut (gyro) 62, velocimeter (velocimeter) 65, velocimeter_tip (velocimeter) 68, com_all (subtreecom) 71, com_upper (subtreecom) 74, vcom_all (subtreelinvel) 77, vcom_lower (subtreelinvel) 80, clock (clock) 83, p_tip_in_imu (framepos) 84, p_geom_in_body (framepos) 87, q_tip_in_torso (framequat) 90, q_body_in_geom (framequat) 94, x_in_site (framexaxis) 98, z_in_world_site (framezaxis) 101, lv_tip_in_imu (framelinvel) 104, lv_geom_in_body (framelinvel) 107, av_tip_in_upper (frameangvel) 110, av_in_world (frameangvel) 113
 // Sensors dropped (they do not act on the dynamics): acc (accelerometer): a kind the engine does not compute
 // Actuators (ctrl order): #0, #1
 #pragma once
@@ -17,20 +17,20 @@ namespace models {
 
 /// Sizes of the `sensor_robot` model (mujoco_sensor_robot.xml).
 struct sensor_robot_dims {
-  static constexpr int nq = 10;           ///< position coordinates
-  static constexpr int nv = 9;            ///< degrees of freedom
-  static constexpr int nu = 2;            ///< actuators (controls)
-  static constexpr int nbody = 4;         ///< bodies, the world (body 0) included
-  static constexpr int njnt = 4;          ///< joints
-  static constexpr int ngeom = 4;         ///< geoms
-  static constexpr int npair = 3;         ///< candidate collision pairs
-  static constexpr int ncon = 4;          ///< contact capacity: every contact the candidate pairs can make
-  static constexpr int nefc = 20;         ///< constraint-row capacity: 2 per limited joint plus every contact's rows
-  static constexpr int ntendon = 0;       ///< fixed tendons
-  static constexpr int nwrap = 0;         ///< joint entries of the fixed tendons
-  static constexpr int nsite = 4;         ///< sites
-  static constexpr int nsensor = 30;      ///< sensors (physics/sensor.hpp)
-  static constexpr int nsensordata = 84;  ///< values of all sensors (data::sensordata)
+  static constexpr int nq = 10;            ///< position coordinates
+  static constexpr int nv = 9;             ///< degrees of freedom
+  static constexpr int nu = 2;             ///< actuators (controls)
+  static constexpr int nbody = 4;          ///< bodies, the world (body 0) included
+  static constexpr int njnt = 4;           ///< joints
+  static constexpr int ngeom = 4;          ///< geoms
+  static constexpr int npair = 3;          ///< candidate collision pairs
+  static constexpr int ncon = 4;           ///< contact capacity: every contact the candidate pairs can make
+  static constexpr int nefc = 20;          ///< constraint-row capacity: 2 per limited joint plus every contact's rows
+  static constexpr int ntendon = 0;        ///< fixed tendons
+  static constexpr int nwrap = 0;          ///< joint entries of the fixed tendons
+  static constexpr int nsite = 4;          ///< sites
+  static constexpr int nsensor = 40;       ///< sensors (physics/sensor.hpp)
+  static constexpr int nsensordata = 116;  ///< values of all sensors (data::sensordata)
 };
 
 /// @brief The `sensor_robot` model (mujoco_sensor_robot.xml as MuJoCo 3.12.0 compiles it).
@@ -550,6 +550,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_type[27] = 36;
   m.sensor_type[28] = 36;
   m.sensor_type[29] = 45;
+  m.sensor_type[30] = 26;
+  m.sensor_type[31] = 26;
+  m.sensor_type[32] = 27;
+  m.sensor_type[33] = 27;
+  m.sensor_type[34] = 28;
+  m.sensor_type[35] = 30;
+  m.sensor_type[36] = 31;
+  m.sensor_type[37] = 31;
+  m.sensor_type[38] = 32;
+  m.sensor_type[39] = 32;
   m.sensor_datatype[0] = 0;
   m.sensor_datatype[1] = 0;
   m.sensor_datatype[2] = 0;
@@ -580,6 +590,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_datatype[27] = 0;
   m.sensor_datatype[28] = 0;
   m.sensor_datatype[29] = 0;
+  m.sensor_datatype[30] = 0;
+  m.sensor_datatype[31] = 0;
+  m.sensor_datatype[32] = 3;
+  m.sensor_datatype[33] = 3;
+  m.sensor_datatype[34] = 2;
+  m.sensor_datatype[35] = 2;
+  m.sensor_datatype[36] = 0;
+  m.sensor_datatype[37] = 0;
+  m.sensor_datatype[38] = 0;
+  m.sensor_datatype[39] = 0;
   m.sensor_objtype[0] = 3;
   m.sensor_objtype[1] = 3;
   m.sensor_objtype[2] = 3;
@@ -610,6 +630,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_objtype[27] = 1;
   m.sensor_objtype[28] = 1;
   m.sensor_objtype[29] = 0;
+  m.sensor_objtype[30] = 6;
+  m.sensor_objtype[31] = 5;
+  m.sensor_objtype[32] = 6;
+  m.sensor_objtype[33] = 1;
+  m.sensor_objtype[34] = 2;
+  m.sensor_objtype[35] = 5;
+  m.sensor_objtype[36] = 6;
+  m.sensor_objtype[37] = 5;
+  m.sensor_objtype[38] = 6;
+  m.sensor_objtype[39] = 1;
   m.sensor_objid[0] = 1;
   m.sensor_objid[1] = 3;
   m.sensor_objid[2] = 2;
@@ -640,6 +670,96 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_objid[27] = 1;
   m.sensor_objid[28] = 3;
   m.sensor_objid[29] = -1;
+  m.sensor_objid[30] = 3;
+  m.sensor_objid[31] = 3;
+  m.sensor_objid[32] = 3;
+  m.sensor_objid[33] = 3;
+  m.sensor_objid[34] = 3;
+  m.sensor_objid[35] = 2;
+  m.sensor_objid[36] = 3;
+  m.sensor_objid[37] = 3;
+  m.sensor_objid[38] = 3;
+  m.sensor_objid[39] = 3;
+  m.sensor_reftype[0] = 0;
+  m.sensor_reftype[1] = 0;
+  m.sensor_reftype[2] = 0;
+  m.sensor_reftype[3] = 0;
+  m.sensor_reftype[4] = 0;
+  m.sensor_reftype[5] = 0;
+  m.sensor_reftype[6] = 0;
+  m.sensor_reftype[7] = 0;
+  m.sensor_reftype[8] = 0;
+  m.sensor_reftype[9] = 0;
+  m.sensor_reftype[10] = 0;
+  m.sensor_reftype[11] = 0;
+  m.sensor_reftype[12] = 0;
+  m.sensor_reftype[13] = 0;
+  m.sensor_reftype[14] = 0;
+  m.sensor_reftype[15] = 0;
+  m.sensor_reftype[16] = 0;
+  m.sensor_reftype[17] = 0;
+  m.sensor_reftype[18] = 0;
+  m.sensor_reftype[19] = 0;
+  m.sensor_reftype[20] = 0;
+  m.sensor_reftype[21] = 0;
+  m.sensor_reftype[22] = 0;
+  m.sensor_reftype[23] = 0;
+  m.sensor_reftype[24] = 0;
+  m.sensor_reftype[25] = 0;
+  m.sensor_reftype[26] = 0;
+  m.sensor_reftype[27] = 0;
+  m.sensor_reftype[28] = 0;
+  m.sensor_reftype[29] = 0;
+  m.sensor_reftype[30] = 6;
+  m.sensor_reftype[31] = 1;
+  m.sensor_reftype[32] = 2;
+  m.sensor_reftype[33] = 5;
+  m.sensor_reftype[34] = 6;
+  m.sensor_reftype[35] = 6;
+  m.sensor_reftype[36] = 6;
+  m.sensor_reftype[37] = 1;
+  m.sensor_reftype[38] = 2;
+  m.sensor_reftype[39] = 6;
+  m.sensor_refid[0] = -1;
+  m.sensor_refid[1] = -1;
+  m.sensor_refid[2] = -1;
+  m.sensor_refid[3] = -1;
+  m.sensor_refid[4] = -1;
+  m.sensor_refid[5] = -1;
+  m.sensor_refid[6] = -1;
+  m.sensor_refid[7] = -1;
+  m.sensor_refid[8] = -1;
+  m.sensor_refid[9] = -1;
+  m.sensor_refid[10] = -1;
+  m.sensor_refid[11] = -1;
+  m.sensor_refid[12] = -1;
+  m.sensor_refid[13] = -1;
+  m.sensor_refid[14] = -1;
+  m.sensor_refid[15] = -1;
+  m.sensor_refid[16] = -1;
+  m.sensor_refid[17] = -1;
+  m.sensor_refid[18] = -1;
+  m.sensor_refid[19] = -1;
+  m.sensor_refid[20] = -1;
+  m.sensor_refid[21] = -1;
+  m.sensor_refid[22] = -1;
+  m.sensor_refid[23] = -1;
+  m.sensor_refid[24] = -1;
+  m.sensor_refid[25] = -1;
+  m.sensor_refid[26] = -1;
+  m.sensor_refid[27] = -1;
+  m.sensor_refid[28] = -1;
+  m.sensor_refid[29] = -1;
+  m.sensor_refid[30] = 1;
+  m.sensor_refid[31] = 2;
+  m.sensor_refid[32] = 1;
+  m.sensor_refid[33] = 1;
+  m.sensor_refid[34] = 2;
+  m.sensor_refid[35] = 0;
+  m.sensor_refid[36] = 1;
+  m.sensor_refid[37] = 1;
+  m.sensor_refid[38] = 2;
+  m.sensor_refid[39] = 0;
   m.sensor_dim[0] = 1;
   m.sensor_dim[1] = 1;
   m.sensor_dim[2] = 1;
@@ -670,6 +790,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_dim[27] = 3;
   m.sensor_dim[28] = 3;
   m.sensor_dim[29] = 1;
+  m.sensor_dim[30] = 3;
+  m.sensor_dim[31] = 3;
+  m.sensor_dim[32] = 4;
+  m.sensor_dim[33] = 4;
+  m.sensor_dim[34] = 3;
+  m.sensor_dim[35] = 3;
+  m.sensor_dim[36] = 3;
+  m.sensor_dim[37] = 3;
+  m.sensor_dim[38] = 3;
+  m.sensor_dim[39] = 3;
   m.sensor_adr[0] = 0;
   m.sensor_adr[1] = 1;
   m.sensor_adr[2] = 2;
@@ -700,6 +830,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_adr[27] = 77;
   m.sensor_adr[28] = 80;
   m.sensor_adr[29] = 83;
+  m.sensor_adr[30] = 84;
+  m.sensor_adr[31] = 87;
+  m.sensor_adr[32] = 90;
+  m.sensor_adr[33] = 94;
+  m.sensor_adr[34] = 98;
+  m.sensor_adr[35] = 101;
+  m.sensor_adr[36] = 104;
+  m.sensor_adr[37] = 107;
+  m.sensor_adr[38] = 110;
+  m.sensor_adr[39] = 113;
   m.sensor_cutoff[0] = Scalar(0.0);
   m.sensor_cutoff[1] = Scalar(0.02);
   m.sensor_cutoff[2] = Scalar(0.0);
@@ -730,6 +870,16 @@ constexpr physics::model<Scalar, sensor_robot_dims> sensor_robot() {
   m.sensor_cutoff[27] = Scalar(0.0);
   m.sensor_cutoff[28] = Scalar(0.8);
   m.sensor_cutoff[29] = Scalar(0.0);
+  m.sensor_cutoff[30] = Scalar(0.0);
+  m.sensor_cutoff[31] = Scalar(0.3);
+  m.sensor_cutoff[32] = Scalar(0.0);
+  m.sensor_cutoff[33] = Scalar(0.0);
+  m.sensor_cutoff[34] = Scalar(0.0);
+  m.sensor_cutoff[35] = Scalar(0.0);
+  m.sensor_cutoff[36] = Scalar(0.0);
+  m.sensor_cutoff[37] = Scalar(0.0);
+  m.sensor_cutoff[38] = Scalar(0.0);
+  m.sensor_cutoff[39] = Scalar(0.0);
   // actuators
   m.actuator_trnid[0] = 1;
   m.actuator_trnid[1] = 2;
