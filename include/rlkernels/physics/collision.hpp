@@ -137,7 +137,7 @@ RLK_INLINE int collide_plane_box(pre_contact<S>* con, S margin, const S* pos1, c
 /// same point on the other end, then two more rim points 120 degrees either side on the near end.
 /// At most 4 contacts.
 template <class S>
-RLK_INLINE int collide_plane_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, const S* pos2,
+RLK_HOST_DEVICE int collide_plane_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, const S* pos2,
                                       const S* mat2, const S* size2) {
   S normal[3], axis[3];
   mat_zaxis(normal, mat1);
@@ -230,7 +230,7 @@ RLK_INLINE int collide_sphere_capsule(pre_contact<S>* con, S margin, const S* po
 /// point from the sphere to the cylinder); otherwise against the nearest rim point. A centre
 /// inside takes the nearer of the side and the cap. At most 1 contact.
 template <class S>
-RLK_INLINE int collide_sphere_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
+RLK_HOST_DEVICE int collide_sphere_cylinder(pre_contact<S>* con, S margin, const S* pos1, const S* mat1, S r1,
                                        const S* pos2, const S* mat2, const S* size2) {
   const S radius = size2[0], height = size2[1];
   S axis[3];
