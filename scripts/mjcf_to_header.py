@@ -19,7 +19,8 @@ header's first lines and stderr say which. Anything else outside the engine's su
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, boxes that
 collide only with planes, cylinders that collide with planes, spheres, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
 (length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
-flexes, plugins, the ellipsoid fluid model, friction loss; fluid forces by the inertia-box model; the pyramidal cone; the Newton or PGS solver
+flexes, plugins, the ellipsoid fluid model, tendon friction loss; joint friction loss (dof friction-loss rows); fluid forces by the inertia-box model;
+condim 1, 3, 4 and 6 under the pyramidal cone; the Newton or PGS solver
 (Newton also on several kinematic trees: constraint islands); Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
@@ -203,8 +204,8 @@ def check_supported(m, problems):
             refuse(f"joint '{jn}': stiffnesspoly is not supported")
     for v in range(m.nv):
         jn = name_of(m, O.mjOBJ_JOINT, m.dof_jntid[v])
-        if m.dof_frictionloss[v]:
-            refuse(f"joint '{jn}': frictionloss is not supported")
+        if m.dof_frictionloss[v] < 0:
+            refuse(f"joint '{jn}': a negative frictionloss")
         if any(m.dof_dampingpoly[v]):
             refuse(f"joint '{jn}': dampingpoly is not supported")
     for g in range(m.ngeom):
@@ -218,8 +219,8 @@ def check_supported(m, problems):
             refuse(f"geom '{gn}': type {mujoco.mjtGeom(m.geom_type[g]).name} can collide (the engine collides "
                    f"plane, sphere, capsule, cylinder and box; a visual geom with contype=\"0\" conaffinity=\"0\" is dropped)")
             continue
-        if m.geom_condim[g] not in (1, 3):
-            refuse(f"geom '{gn}': condim {m.geom_condim[g]} (only 1 and 3)")
+        if m.geom_condim[g] not in (1, 3, 4, 6):
+            refuse(f"geom '{gn}': condim {m.geom_condim[g]} (1, 3, 4 and 6 are supported)")
         if m.geom_adhesion[g]:
             refuse(f"geom '{gn}': adhesion is not supported")
         if any(m.geom_surfacevel[g]):
@@ -396,14 +397,18 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         nsensordata += int(m.sensor_dim[i])
     nlimited = int(sum(1 for j in range(m.njnt) if m.jnt_limited[j]))
     ncon = sum(p[2] for p in pairs)
-    nefc = 2 * nlimited
+    nfriction = int(sum(1 for v in range(m.nv) if m.dof_frictionloss[v] != 0))
+    nefc = 2 * nlimited + nfriction
+    max_condim = 3
     for (g1, g2, maxcon) in pairs:
         condim = mixed_condim(m, keep[g1], keep[g2])
         nefc += maxcon * (1 if condim == 1 else 2 * (condim - 1))
+        max_condim = max(max_condim, condim)
     # The workspace's capacities: every contact the pairs can make and every row (the default), or
     # what the caller chose (measured maxima with a margin); a step that needs more is reported.
     ncon_doc = "contact capacity: every contact the candidate pairs can make"
-    nefc_doc = "constraint-row capacity: 2 per limited joint plus every contact's rows"
+    nefc_doc = ("constraint-row capacity: " + (f"{nfriction} friction-loss rows, " if nfriction else "")
+                + "2 per limited joint plus every contact's rows")
     if max_contacts is not None and max_contacts < ncon:
         ncon, ncon_doc = max_contacts, f"contact capacity (--max-contacts; the pairs can make {ncon})"
     if max_rows is not None and max_rows < nefc:
@@ -472,6 +477,10 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
         integers(f, getattr(m, f))
     for f in ("dof_armature", "dof_damping", "dof_invweight0", "dof_M0", "qpos0", "qpos_spring"):
         scalars(f, getattr(m, f))
+    if nfriction:
+        out("  // dry friction of the dofs (one friction-loss row per dof with frictionloss > 0)")
+        for f in ("dof_frictionloss", "dof_solref", "dof_solimp"):
+            scalars(f, getattr(m, f))
     if m.ntree > 1:
         out("  // kinematic trees (the constraint islands are unions of them)")
         integers("body_treeid", m.body_treeid)
@@ -556,6 +565,12 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     if convex:  # written only with convex pairs (a Dims without ccd_iterations has none)
         dims_members.append(("ccd_iterations", int(opt.ccd_iterations), "GJK/EPA iterations of the convex collider "
                              "(capsule/cylinder-cylinder pairs; sizes EPA's polytope)"))
+    if nfriction:  # written only with friction loss (a Dims without frictionloss has none)
+        dims_members.append(("frictionloss", 1, "dry friction on dofs: the model carries dof_frictionloss, dof_solref, "
+                             "dof_solimp"))
+    if max_condim > 3:  # written only above 3 (a Dims without max_condim has at most 3)
+        dims_members.append(("max_condim", max_condim, "the largest contact condim (torsional"
+                             + (" and rolling" if max_condim == 6 else "") + " friction)"))
     if int(opt.solver) == int(mujoco.mjtSolver.mjSOL_PGS):
         dims_members.append(("solver", 0, "the PGS solver (mjtSolver): the workspace makes room for its matrix"))
     dims_decls = [f"static constexpr int {member} = {value};" for member, value, _ in dims_members]

@@ -37,7 +37,7 @@ for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("h
     elif r.stdout != committed:
         failures.append(f"{xml}: the committed {name}.hpp differs from what the generator writes now")
 # ... and the test-only models (box geoms; sensors: from tests/reference/, included as <rlkernels/...>).
-for stem in ("box_crawler", "sensor_robot"):
+for stem in ("box_crawler", "sensor_robot", "friction_quad"):
     committed = open(os.path.join(root, "tests", "physics", "models", stem + ".hpp")).read()
     r = run(os.path.join(root, "tests", "reference", f"mujoco_{stem}.xml"), stem, None, "--system-includes")
     if r.returncode != 0 or r.stdout != committed:
@@ -73,10 +73,9 @@ cases = [
                                        '<body name="e"><joint type="hinge"/><geom name="marble" type="sphere" size=".1"/>'
                                        '</body></body>', extra=""),
      "geoms 'marble' and 'crate' can collide, but the engine has no sphere-box collision"),
-    ("condim 6", dict(body='<joint type="hinge"/><geom name="ball6" type="sphere" size=".1" condim="6"/>', extra=""),
-     "geom 'ball6'"),
-    ("frictionloss", dict(body='<joint name="sticky" type="hinge" frictionloss="1"/><geom type="sphere" size=".1"/>',
-                          extra=""), "joint 'sticky'"),
+    ("tendon frictionloss", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
+                                 extra='<tendon><fixed name="sticky" frictionloss="1"><joint joint="j" coef="1"/></fixed>'
+                                       '</tendon>'), "tendon 'sticky'"),
     ("user bias", dict(body='<joint name="j" type="hinge"/><geom type="sphere" size=".1"/>',
                     extra='<actuator><general name="flexor" joint="j" biastype="user"/></actuator>'),
      "actuator 'flexor'"),
@@ -189,12 +188,12 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append(f"visual geoms and sensors: stderr does not say what was dropped: {r.stderr.strip()}")
     # An ellipsoid that can collide is refused; several problems are named in one message.
     with open(visual, "w") as f:
-        f.write(BASE.format(body='<joint name="slip" type="hinge" frictionloss="1"/>'
+        f.write(BASE.format(body='<joint name="slip" type="ball" range="0 1"/>'
                                  '<geom name="wheel" type="ellipsoid" size=".1 .05 .05"/>'
-                                 '<geom name="toe" type="sphere" size=".05" condim="6"/>', extra=""))
+                                 '<geom name="toe" type="sphere" size=".05" adhesion="1"/>', extra=""))
     r = run(visual, "x")
     if r.returncode == 0:
-        failures.append("a colliding ellipsoid, condim 6 and frictionloss were accepted")
+        failures.append("a colliding ellipsoid, adhesion and a limited ball joint were accepted")
     else:
         for want in ("3 features outside the engine's subset", "geom 'wheel'", "geom 'toe'", "joint 'slip'"):
             if want not in r.stderr:

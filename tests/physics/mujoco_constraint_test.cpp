@@ -43,6 +43,7 @@ struct max_errors {
   double J = 0, pos = 0, margin = 0, diag = 0, R = 0, D = 0, KBIP = 0, vel = 0, aref = 0;
   double qacc_trunc = 0, qacc_tight = 0, force_tight = 0, qacc_default = 0, qacc_float = 0;
   long states = 0, with_contacts = 0, contacts = 0, rows = 0, rows_limit = 0, rows_frictionless = 0, rows_pyramidal = 0;
+  long rows_friction = 0, contacts_condim[7] = {0, 0, 0, 0, 0, 0, 0};
   long excluded = 0, self_contacts = 0;
   long neval_diff = 0, niter_diff = 0, niter_ours = 0, niter_mj = 0, float_nonfinite = 0;
   int max_float_niter = 0;
@@ -66,6 +67,7 @@ void compare_rows(const mjModel* m, const mjData* d, const physics::data<double,
     REQUIRE(oc.exclude == (c.exclude != 0 ? 1 : 0));
     REQUIRE(oc.efc_address == c.efc_address);
     e.excluded += oc.exclude;
+    if (c.dim >= 1 && c.dim <= 6) ++e.contacts_condim[c.dim];
     e.self_contacts += m->geom_type[c.geom[0]] != mjGEOM_PLANE;
     upd(e.contact_geom, rel(oc.dist, c.dist));
     for (int k = 0; k < 3; ++k) upd(e.contact_geom, rel(oc.pos[k], c.pos[k]));
@@ -77,6 +79,7 @@ void compare_rows(const mjModel* m, const mjData* d, const physics::data<double,
     for (int k = 0; k < 5; ++k) upd(e.contact_param, rel(o.con_solimp[i][k], c.solimp[k]));
   }
   REQUIRE(o.nefc == d->nefc);
+  REQUIRE(o.nf == d->nf);
   REQUIRE(o.nl == d->nl);
   for (int r = 0; r < d->nefc; ++r) {
     INFO("row " << r);
@@ -97,6 +100,7 @@ void compare_rows(const mjModel* m, const mjData* d, const physics::data<double,
     const double* kbip = d->efc_KBIP + 4 * r;
     const double terms = std::fabs(kbip[1] * d->efc_vel[r]) + std::fabs(kbip[0] * kbip[2] * (d->efc_pos[r] - d->efc_margin[r]));
     upd(e.aref, std::fabs(o.efc_aref[r] - d->efc_aref[r]) / std::max(1.0, terms));
+    if (d->efc_type[r] == mjCNSTR_FRICTION_DOF) ++e.rows_friction;
     if (d->efc_type[r] == mjCNSTR_LIMIT_JOINT) ++e.rows_limit;
     if (d->efc_type[r] == mjCNSTR_CONTACT_FRICTIONLESS) ++e.rows_frictionless;
     if (d->efc_type[r] == mjCNSTR_CONTACT_PYRAMIDAL) ++e.rows_pyramidal;
@@ -216,15 +220,16 @@ void run_case(int episodes, int steps_per_episode, int frame_skip, double noise,
   }
   if (print) {
     std::printf(
-        "[constraint] %s: %ld states (%ld with contacts; %ld contacts, %ld of them geom-geom, %ld excluded; %ld rows: "
-        "%ld limit, %ld frictionless, %ld pyramidal)\n"
+        "[constraint] %s: %ld states (%ld with contacts; %ld contacts, %ld of them geom-geom, %ld excluded; condim "
+        "1/3/4/6: %ld/%ld/%ld/%ld; %ld rows: %ld friction loss, %ld limit, %ld frictionless, %ld pyramidal)\n"
         "  contact dist/pos/frame %.3g, params %.3g; efc_J %.3g pos %.3g margin %.3g diagApprox %.3g R %.3g D %.3g "
         "KBIP %.3g vel %.3g aref %.3g\n"
         "  qacc vs tight MuJoCo %.3g (efc_force %.3g); vs default MuJoCo %.3g; "
         "solver_niter differs in %ld states (ours %ld, MuJoCo %ld in total), line-search evaluations in %ld\n"
         "  truncated solves (1-2 iterations, 2-7 line-search evaluations): qacc %.3g\n"
         "  float: qacc vs double %.3g, non-finite %ld, max niter %d\n",
-        Case::name, e.states, e.with_contacts, e.contacts, e.self_contacts, e.excluded, e.rows, e.rows_limit,
+        Case::name, e.states, e.with_contacts, e.contacts, e.self_contacts, e.excluded, e.contacts_condim[1],
+        e.contacts_condim[3], e.contacts_condim[4], e.contacts_condim[6], e.rows, e.rows_friction, e.rows_limit,
         e.rows_frictionless, e.rows_pyramidal, e.contact_geom, e.contact_param, e.J, e.pos, e.margin,
         e.diag, e.R, e.D, e.KBIP, e.vel, e.aref, e.qacc_tight, e.force_tight, e.qacc_default,
         e.niter_diff, e.niter_ours, e.niter_mj, e.neval_diff, e.qacc_trunc, e.qacc_float, e.float_nonfinite, e.max_float_niter);
@@ -259,6 +264,7 @@ TEST_CASE("collision, constraint rows and Newton solve equal MuJoCo along random
   SECTION("half_cheetah") { run_case<half_cheetah_case>(6, 120, 5, 0.1, true); }
   SECTION("ant") { run_case<ant_case>(6, 150, 5, 0.1, true); }
   SECTION("box_crawler") { run_case<box_crawler_case>(6, 150, 2, 0.1, true); }
+  SECTION("friction_quad (friction loss, condim 1/3/4/6)") { run_case<friction_quad_case>(6, 150, 2, 0.1, true); }
 }
 
 namespace {
@@ -349,6 +355,7 @@ TEST_CASE("the Newton solver equals MuJoCo's on perturbed constraint sets", "[mu
   SECTION("walker2d") { run_perturbed<walker2d_case>(3, 100, 4, 5e-3, 3.0); }
   SECTION("half_cheetah") { run_perturbed<half_cheetah_case>(3, 100, 5, 0.1, 3.0); }
   SECTION("ant") { run_perturbed<ant_case>(3, 100, 5, 0.1, 3.0); }
+  SECTION("friction_quad") { run_perturbed<friction_quad_case>(3, 100, 2, 0.1, 3.0); }
 }
 
 namespace {
@@ -938,6 +945,7 @@ TEST_CASE("forward and step with constraints equal MuJoCo's", "[mujoco][constrai
   SECTION("ant") { run_pipeline<ant_case>(4, 100, 5, 0.1); }
   SECTION("humanoid (PGS)") { run_pipeline<humanoid_case>(4, 60, 5, 0.01); }
   SECTION("box_crawler") { run_pipeline<box_crawler_case>(4, 100, 2, 0.1); }
+  SECTION("friction_quad") { run_pipeline<friction_quad_case>(4, 100, 2, 0.1); }
   SECTION("inverted_pendulum (joint limits)") { run_pipeline<inverted_pendulum_case>(4, 100, 2, 0.01); }
   // (random controls drive the cart into its limit in about a tenth of the states)
   SECTION("inverted_double_pendulum (joint limit)") {
@@ -1005,6 +1013,7 @@ TEST_CASE("cfrc_ext after a step equals mj_rnePostConstraint's", "[mujoco][const
   SECTION("ant") { run_cfrc_ext<ant_case>(4, 200, 5, 0.1); }
   SECTION("hopper") { run_cfrc_ext<hopper_case>(4, 200, 4, 5e-3); }
   SECTION("humanoid (PGS, condim-1 self-contacts)") { run_cfrc_ext<humanoid_case>(8, 40, 5, 0.01); }
+  SECTION("friction_quad (condim 4 and 6: contact torques)") { run_cfrc_ext<friction_quad_case>(4, 150, 2, 0.1); }
   SECTION("deliberate bug") { run_cfrc_ext<ant_case>(1, 100, 5, 0.1, true); }
 }
 

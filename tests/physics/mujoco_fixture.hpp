@@ -19,6 +19,7 @@
 #include <rlkernels/physics/data.hpp>
 
 #include "physics/models/box_crawler.hpp"  // generated from tests/reference/mujoco_box_crawler.xml
+#include "physics/models/friction_quad.hpp"  // generated from tests/reference/mujoco_friction_quad.xml
 #include "physics/models/sensor_robot.hpp"  // generated from tests/reference/mujoco_sensor_robot.xml
 #include "../examples/my_robot/my_robot_model.hpp"  // generated from examples/my_robot/my_robot.xml
 
@@ -139,6 +140,21 @@ struct box_crawler_case {
   static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::box_crawler<Scalar>(); }
+};
+
+/// A test-only robot for dry friction and condim 4/6 contacts: a free box torso with a ball-jointed
+/// head and four two-hinge legs on position servos, frictionloss on ten dofs, feet of condim 6, 4,
+/// 3 and 1 (tests/reference/mujoco_friction_quad.xml).
+struct friction_quad_case {
+  using lean_dims = rlkernels::models::friction_quad_dims;
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;
+  static constexpr const char* name = "friction_quad";
+  static constexpr const char* xml = "mujoco_friction_quad.xml";
+  static constexpr bool all_pairs_reachable = false;  // thigh-ramp and similar pairs need poses random motion seldom makes
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::friction_quad<Scalar>(); }
 };
 
 /// A test-only robot with one sensor of each kind the engine computes, on every kind of object

@@ -42,7 +42,7 @@ struct field_checker {
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
                    inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case, pusher_case,
-                   sensor_robot_case) {
+                   sensor_robot_case, friction_quad_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
@@ -175,8 +175,12 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
   c.array("dof_invweight0", ours.dof_invweight0, m->dof_invweight0, m->nv);
   c.array("qpos0", ours.qpos0, m->qpos0, m->nq);
   c.array("qpos_spring", ours.qpos_spring, m->qpos_spring, m->nq);
-  for (int v = 0; v < m->nv; ++v) {
-    c.value("dof_frictionloss (unsupported, must be 0)", v, 0.0, m->dof_frictionloss[v]);
+  if constexpr (rlkernels::physics::dims_frictionloss<typename M::dims>) {
+    c.array("dof_frictionloss", ours.dof_frictionloss, m->dof_frictionloss, m->nv);
+    c.array("dof_solref", &ours.dof_solref[0][0], m->dof_solref, mjNREF * m->nv);
+    c.array("dof_solimp", &ours.dof_solimp[0][0], m->dof_solimp, mjNIMP * m->nv);
+  } else {
+    for (int v = 0; v < m->nv; ++v) c.value("dof_frictionloss (a model without dims_frictionloss: must be 0)", v, 0.0, m->dof_frictionloss[v]);
   }
   // geoms
   c.ints("geom_type", ours.geom_type_, geom_ints(m->geom_type), ngeom);
@@ -245,14 +249,16 @@ TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[muj
     rows += ours.pair_maxcon[p] * (condim == 1 ? 1 : 2 * (condim - 1));
   }
   for (int j = 0; j < m->njnt; ++j) limited += m->jnt_limited[j] ? 1 : 0;
+  int friction = 0;
+  for (int v = 0; v < m->nv; ++v) friction += m->dof_frictionloss[v] != 0 ? 1 : 0;
   // the capacities: every contact and row the pairs can make, or less (mjcf_to_header --max-contacts/--max-rows)
   CHECK(M::ncon <= slots);
-  CHECK(M::nefc <= rows + 2 * limited);
+  CHECK(M::nefc <= rows + 2 * limited + friction);
 }
 
 TEMPLATE_TEST_CASE("the candidate pairs cover every contact MuJoCo finds", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, my_robot_case,
-                   pusher_case) {
+                   pusher_case, friction_quad_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   auto d_ptr = make_mj_data(m);

@@ -165,6 +165,7 @@ TEST_CASE("the PGS solver equals MuJoCo's on trajectory and perturbed constraint
   SECTION("hopper") { run_pgs_solver<hopper_case>(6, 150, 4, 5e-3, 3.0); }
   SECTION("walker2d") { run_pgs_solver<walker2d_case>(6, 150, 4, 5e-3, 3.0); }
   SECTION("half_cheetah") { run_pgs_solver<half_cheetah_case>(6, 120, 5, 0.1, 3.0); }
+  SECTION("friction_quad (friction loss, condim 1/3/4/6)") { run_pgs_solver<friction_quad_case>(4, 120, 2, 0.1, 3.0); }
 }
 
 namespace {
@@ -251,4 +252,5 @@ TEST_CASE("step with the PGS solver equals mj_step along whole trajectories", "[
   SECTION("hopper") { run_pgs_trajectories<hopper_case>(8, 500, 4, 5e-3); }
   SECTION("walker2d") { run_pgs_trajectories<walker2d_case>(8, 500, 4, 5e-3); }
   SECTION("half_cheetah") { run_pgs_trajectories<half_cheetah_case>(8, 500, 5, 0.1); }
+  SECTION("friction_quad") { run_pgs_trajectories<friction_quad_case>(4, 300, 2, 0.1); }
 }

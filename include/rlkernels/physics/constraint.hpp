@@ -1,5 +1,6 @@
 // rlkernels/physics/constraint.hpp
-// Constraint rows (joint limits, then contacts: frictionless or with the pyramidal friction cone)
+// Constraint rows (dof friction loss, joint limits, then contacts: frictionless or with the
+// pyramidal friction cone of condim 3, 4 or 6)
 // and MuJoCo's soft-constraint parameters: Jacobians as mj_jac, diagApprox from invweight0,
 // impedance from solimp, stiffness/damping from solref (mj_makeConstraint, mj_makeImpedance,
 // mj_referenceConstraint for the supported subset; dense Jacobian, as MuJoCo uses for nv < 60).
@@ -73,9 +74,11 @@ RLK_INLINE S reference_acceleration(S K, S B, S I, S vel, S pos, S margin) {
 /// diag[0..count), as mj_makeImpedance's first loop; then, with dims_with_efc_terms, their stored
 /// terms (efc_pos, efc_margin, efc_diagApprox, efc_KBIP; reference_constraint makes aref from
 /// them), else their reference accelerations right away (the rows' Jacobians and qvel are final).
+/// A friction-loss row (friction = true) has no stiffness: K = 0 (mj_makeImpedance).
 template <class Scalar, class Dims>
 RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, int row, int count, Scalar pos,
-                              Scalar margin, const Scalar* diag, const Scalar* solref_in, const Scalar* solimp_in) {
+                              Scalar margin, const Scalar* diag, const Scalar* solref_in, const Scalar* solimp_in,
+                              bool friction = false) {
   Scalar ref[2] = {solref_in[0], solref_in[1]};
   Scalar imp_p[5];
   for (int i = 0; i < 5; ++i) imp_p[i] = solimp_in[i];
@@ -95,7 +98,8 @@ RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
   impedance(imp_p, pos, margin, imp, imp_deriv);
   const Scalar tiny = min_value<Scalar>();
   const Scalar dmax2 = imp_p[1] * imp_p[1];
-  const Scalar K = ref[0] > Scalar(0) ? Scalar(1) / max_s(tiny, dmax2 * ref[0] * ref[0] * ref[1] * ref[1])
+  const Scalar K = friction        ? Scalar(0)
+                   : ref[0] > Scalar(0) ? Scalar(1) / max_s(tiny, dmax2 * ref[0] * ref[0] * ref[1] * ref[1])
                                       : -ref[0] / max_s(tiny, dmax2);
   const Scalar B = ref[1] > Scalar(0) ? Scalar(2) / max_s(tiny, imp_p[1] * ref[0]) : -ref[1] / max_s(tiny, imp_p[1]);
   for (int j = row; j < row + count; ++j) {
@@ -119,6 +123,10 @@ RLK_INLINE void row_impedance(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
 template <class Scalar, class Dims>
 RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d) {
   int n = 0;
+  if constexpr (dims_frictionloss<Dims>) {
+    if (!(m.disableflags & disable_frictionloss))
+      for (int v = 0; v < Dims::nv; ++v) n += m.dof_frictionloss[v] != Scalar(0);
+  }
   if (!(m.disableflags & disable_limit)) {
     for (int j = 0; j < Dims::njnt; ++j) {
       if (!m.jnt_limited[j]) continue;
@@ -130,7 +138,7 @@ RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>
   if (!(m.disableflags & disable_contact)) {
     for (int i = 0; i < d.ncon; ++i) {
       if (d.con[i].exclude) continue;
-      const int dim = d.con[i].dim < 3 ? d.con[i].dim : 3;  // see make_constraint
+      const int dim = d.con[i].dim < dims_max_condim<Dims> ? d.con[i].dim : dims_max_condim<Dims>;  // see make_constraint
       n += dim == 1 ? 1 : 2 * (dim - 1);
     }
   }
@@ -140,19 +148,23 @@ RLK_INLINE int count_rows(const model<Scalar, Dims>& m, const data<Scalar, Dims>
 }  // namespace detail
 
 /// @brief Builds the constraint rows of the position stage (MuJoCo's mj_makeConstraint with
-/// mj_diagApprox and mj_makeImpedance): d.nl, d.nefc, efc_type, efc_id, efc_J, efc_R, efc_D, and
+/// mj_diagApprox and mj_makeImpedance): d.nf, d.nl, d.nefc, efc_type, efc_id, efc_J, efc_R, efc_D, and
 /// each contact's efc_address and mu; with dims_with_efc_terms also efc_pos, efc_margin,
 /// efc_diagApprox (MuJoCo's efc_diagA: after the call R = (1-imp)/imp * diagApprox, as MuJoCo
 /// leaves it) and efc_KBIP, else already efc_aref (which needs qvel: the velocity stage's
 /// reference_constraint computes it from those terms when they are kept).
-/// Rows: joint limits (each limited hinge/slide: lower side then upper side, active while
-/// dist < jnt_margin), then the non-excluded contacts in order (condim 1: one frictionless row;
-/// condim 3: 4 pyramid edges J_n + mu_k J_tk, J_n - mu_k J_tk for k = 1, 2).
+/// Rows: with dims_frictionloss, one friction-loss row per dof with dof_frictionloss != 0 (J the
+/// unit vector of the dof, no stiffness, solref/solimp the dof's); joint limits (each limited
+/// hinge/slide: lower side then upper side, active while dist < jnt_margin); then the non-excluded
+/// contacts in order (condim 1: one frictionless row; condim 3, 4, 6: 2 (condim - 1) pyramid edges
+/// J_n + mu_k J_k, J_n - mu_k J_k for k = 1 .. condim - 1: the two tangents' sliding, then, from
+/// the rotational Jacobian, spin about the normal (4, 6) and rolling about the tangents (6)).
 /// Needs the kinematics (cdof, subtree_com) and the contacts (collide). If the rows do not fit in
 /// the model's nefc slots, sets warning_efc_full and makes none.
 template <class Scalar, class Dims>
 RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
   constexpr int nv = Dims::nv;
+  d.nf = 0;
   d.nl = 0;
   d.nefc = 0;
   for (int i = 0; i < d.ncon; ++i) {
@@ -165,6 +177,22 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
     return;
   }
   int r = 0;
+  // ---- dof friction loss ----
+  if constexpr (dims_frictionloss<Dims>) {
+    if (!(m.disableflags & disable_frictionloss)) {
+      for (int v = 0; v < nv; ++v) {
+        if (m.dof_frictionloss[v] == Scalar(0)) continue;
+        for (int k = 0; k < nv; ++k) d.efc_J[r][k] = Scalar(0);
+        d.efc_J[r][v] = Scalar(1);
+        d.efc_type[r] = static_cast<int>(constraint_type::friction_dof);
+        d.efc_id[r] = v;
+        const Scalar diag = m.dof_invweight0[v];
+        detail::row_impedance(m, d, r, 1, Scalar(0), Scalar(0), &diag, m.dof_solref[v], m.dof_solimp[v], true);
+        ++r;
+      }
+    }
+  }
+  d.nf = r;
   // ---- joint limits ----
   if (!(m.disableflags & disable_limit)) {
     for (int j = 0; j < Dims::njnt; ++j) {
@@ -183,26 +211,41 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
       }
     }
   }
-  d.nl = r;
+  d.nl = r - d.nf;
   // ---- contacts ----
   if (!(m.disableflags & disable_contact)) {
     for (int i = 0; i < d.ncon; ++i) {
       contact<Scalar>& c = d.con[i];
       if (c.exclude) continue;
       const int b1 = m.geom_bodyid[c.geom1], b2 = m.geom_bodyid[c.geom2];
-      Scalar jac1[3][nv], jac2[3][nv], jc[3][nv];
+      constexpr int maxdim = dims_max_condim<Dims>;
+      // the generator bounds every pair's condim by maxdim; this bound only keeps a hand-made
+      // model inside the arrays
+      const int dim = c.dim < maxdim ? c.dim : maxdim;
+      Scalar jac1[3][nv], jac2[3][nv], jc[maxdim > 3 ? 6 : 3][nv];
       detail::point_jacobian(m, d, c.pos, b1, jac1);
       detail::point_jacobian(m, d, c.pos, b2, jac2);
       for (int k = 0; k < 3; ++k)
         for (int v = 0; v < nv; ++v) jac2[k][v] = jac2[k][v] - jac1[k][v];
       // rotate into the contact frame: jc[a] = sum_k frame[a][k] * (jac2 - jac1)[k]
-      // condim 4 and 6 (torsional and rolling friction) would need the rotational Jacobian: the
-      // generator refuses them; this bound only keeps a hand-made model inside the arrays
-      const int dim = c.dim < 3 ? c.dim : 3;
       const int nrot = dim > 1 ? 3 : 1;
       for (int a = 0; a < nrot; ++a)
         for (int v = 0; v < nv; ++v)
           jc[a][v] = c.frame[3 * a] * jac2[0][v] + c.frame[3 * a + 1] * jac2[1][v] + c.frame[3 * a + 2] * jac2[2][v];
+      if constexpr (maxdim > 3) {
+        if (dim > 3) {
+          // the rotational Jacobians' difference (mj_jac's jacr: the cdofs' rotations along each
+          // body's chain), rotated into the first dim - 3 frame axes: spin, then rolling
+          detail::rotation_jacobian(m, d, b1, jac1);
+          detail::rotation_jacobian(m, d, b2, jac2);
+          for (int k = 0; k < 3; ++k)
+            for (int v = 0; v < nv; ++v) jac2[k][v] = jac2[k][v] - jac1[k][v];
+          for (int a = 0; a < dim - 3; ++a)
+            for (int v = 0; v < nv; ++v)
+              jc[3 + a][v] =
+                  c.frame[3 * a] * jac2[0][v] + c.frame[3 * a + 1] * jac2[1][v] + c.frame[3 * a + 2] * jac2[2][v];
+        }
+      }
       Scalar tran = Scalar(0), rot = Scalar(0);
       tran += m.body_invweight0[b1][0];
       rot += m.body_invweight0[b1][1];
@@ -220,7 +263,7 @@ RLK_HOST_DEVICE void make_constraint(const model<Scalar, Dims>& m, data<Scalar, 
         continue;
       }
       const int nrows = 2 * (dim - 1);
-      Scalar diag[4];
+      Scalar diag[2 * (maxdim - 1)];
       for (int k = 1; k < dim; ++k) {
         const Scalar f = c.friction[k - 1];
         const int a = r + 2 * (k - 1);

@@ -22,7 +22,7 @@ struct contact {
   Scalar friction[5];    ///< mixed friction (tangent1, tangent2, spin, roll1, roll2)
                          ///< (the mixed solref and solimp: data::con_solref, con_solimp, kept only with dims_with_efc_terms)
   Scalar mu;             ///< friction of the regularized cone, friction[0]*sqrt(1/impratio) (set by make_constraint, as mj_makeImpedance does)
-  int dim;               ///< condim (1 or 3)
+  int dim;               ///< condim (1, 3, 4 or 6)
   int exclude;           ///< 1 if dist >= includemargin (in the gap: the contact makes no rows), else 0
   int geom1;             ///< the first geom (as in the pair; the normal points from it to geom2)
   int geom2;             ///< the second geom (as in the pair)
@@ -114,12 +114,13 @@ struct data : detail::data_sites<Scalar, dims_nsite<Dims>>, detail::data_sensors
   contact<Scalar> con[ncon_];     ///< the contacts
   Scalar con_solref[ncon_terms_][2];  ///< each contact's mixed solref (mjContact::solref): with dims_with_efc_terms only
   Scalar con_solimp[ncon_terms_][5];  ///< each contact's mixed solimp (mjContact::solimp): with dims_with_efc_terms only
-  int nl;                         ///< limit rows (they come first, as in MuJoCo: limits then contacts)
+  int nf;                         ///< friction-loss rows (they come first, as in MuJoCo: dof friction, limits, contacts)
+  int nl;                         ///< limit rows (after the friction-loss rows)
   int nefc;                       ///< constraint rows
   int ncon_peak;                  ///< the most contacts any forward pass found since the caller last set it to 0 (sizes capacities: never reset by the engine)
   int nefc_peak;                  ///< the same for constraint rows
   int efc_type[nefc_];            ///< constraint_type of each row
-  int efc_id[nefc_];              ///< joint (limit) or contact index
+  int efc_id[nefc_];              ///< dof (friction loss), joint (limit) or contact index
   Scalar efc_J[nefc_][nv];        ///< constraint Jacobian (dense)
   Scalar efc_R[nefc_];            ///< regularizer
   Scalar efc_D[nefc_];            ///< 1/R

@@ -34,9 +34,10 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void forward_pass(const model<S, D>& m, data
     collide(m, d);
   else
     d.ncon = 0;
-  if (!(flags & disable_constraint) && !((flags & disable_limit) && (flags & disable_contact))) {
+  if (!(flags & disable_constraint)) {
     make_constraint(m, d);
   } else {
+    d.nf = 0;
     d.nl = 0;
     d.nefc = 0;
   }

@@ -32,16 +32,18 @@ enum class integrator_kind : int { euler = 0, rk4 = 1 };
 /// the primal Newton solver are implemented; CG is not (the generator refuses it).
 enum class solver_kind : int { pgs = 0, cg = 1, newton = 2 };
 
-/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: joint limits,
-/// condim-1 contacts, and condim >= 3 contacts with the pyramidal cone).
-enum class constraint_type : int { limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
+/// Constraint row types, numbered as MuJoCo's mjtConstraint (the supported ones: dry friction of
+/// a dof, joint limits, condim-1 contacts, and condim 3, 4 and 6 contacts with the pyramidal cone).
+enum class constraint_type : int { friction_dof = 1, limit_joint = 3, contact_frictionless = 5, contact_pyramidal = 6 };
 
-/// Constraint row states, numbered as MuJoCo's mjtConstraintState (the ones the supported rows take).
-enum constraint_state : int { state_satisfied = 0, state_quadratic = 1 };
+/// Constraint row states, numbered as MuJoCo's mjtConstraintState (the ones the supported rows
+/// take: a friction-loss row is quadratic inside its Huber zone, else linear at -/+ its bound).
+enum constraint_state : int { state_satisfied = 0, state_quadratic = 1, state_linear_neg = 2, state_linear_pos = 3 };
 
 /// Bits of model::disableflags, numbered as MuJoCo's mjtDisableBit (the ones the engine honours).
 enum disable_bits : int {
   disable_constraint = 1 << 0,  ///< the whole constraint stage (no contacts, no rows)
+  disable_frictionloss = 1 << 2,  ///< dof friction-loss rows
   disable_limit = 1 << 3,       ///< joint limit rows
   disable_contact = 1 << 4,     ///< contacts
   disable_spring = 1 << 5,      ///< joint springs (passive)
@@ -210,6 +212,36 @@ constexpr int dims_ccd_iterations = detail::dims_ccd_iterations_of<Dims>::value;
 
 namespace detail {
 template <class Dims, class = void>
+struct dims_frictionloss_of { static constexpr bool value = false; };
+template <class Dims>
+struct dims_frictionloss_of<Dims, decltype(void(Dims::frictionloss))> {
+  static constexpr bool value = Dims::frictionloss != 0;
+};
+template <class Dims, class = void>
+struct dims_max_condim_of { static constexpr int value = 3; };
+template <class Dims>
+struct dims_max_condim_of<Dims, decltype(void(Dims::max_condim))> {
+  static constexpr int value = Dims::max_condim;
+};
+}  // namespace detail
+
+/// True when a Dims type declares dry friction on dofs (`static constexpr int frictionloss = 1`, as
+/// the generator writes for a model with a joint whose `frictionloss` is > 0): only then does the
+/// model carry dof_frictionloss, dof_solref and dof_solimp and the constraint stage make MuJoCo's
+/// friction-loss rows (mjCNSTR_FRICTION_DOF: one per dof with friction loss, before the limits,
+/// Huber cost in Newton, box bounds in PGS).
+template <class Dims>
+constexpr bool dims_frictionloss = detail::dims_frictionloss_of<Dims>::value;
+
+/// The largest condim a contact of a Dims type's model can have: its `max_condim` member (4 or 6),
+/// which the generator writes only for a model with a pair that mixes to condim 4 (torsional
+/// friction) or 6 (torsional and rolling), else 3. Above 3 the constraint stage also computes
+/// the contacts' rotational Jacobians (2 (condim - 1) pyramid edges: 6 rows for condim 4, 10 for 6).
+template <class Dims>
+constexpr int dims_max_condim = detail::dims_max_condim_of<Dims>::value;
+
+namespace detail {
+template <class Dims, class = void>
 struct dims_solver { static constexpr int value = 2; };
 template <class Dims>
 struct dims_solver<Dims, decltype(void(Dims::solver))> { static constexpr int value = Dims::solver; };
@@ -320,6 +352,17 @@ struct model_ccd {
 };
 template <class Scalar>
 struct model_ccd<Scalar, false> {};
+
+/// The dry friction of the dofs of a model with dims_frictionloss (mjModel's dof_frictionloss,
+/// dof_solref, dof_solimp: the joint's frictionloss, solreffriction, solimpfriction); empty for none.
+template <class Scalar, int NV, bool FrictionLoss>
+struct model_frictionloss {
+  Scalar dof_frictionloss[NV];  ///< the most force (or torque) the dof's dry friction can exert (0: none, no row)
+  Scalar dof_solref[NV][2];     ///< solref of its friction-loss row
+  Scalar dof_solimp[NV][5];     ///< solimp of its friction-loss row
+};
+template <class Scalar, int NV>
+struct model_frictionloss<Scalar, NV, false> {};
 }  // namespace detail
 
 /// @brief The constants of one model (MuJoCo's mjModel fields for the supported subset, same names,
@@ -333,8 +376,11 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
                detail::model_actuator_bias<Scalar, detail::at_least_one(Dims::nu), dims_actuator_bias<Dims>>,
                detail::model_trees<dims_ntree<Dims>, Dims::nbody, Dims::nv>,
                detail::model_ccd<Scalar, (dims_ccd_iterations<Dims> > 0)>,
-               detail::model_sensors<Scalar, dims_nsensor<Dims>> {
+               detail::model_sensors<Scalar, dims_nsensor<Dims>>,
+               detail::model_frictionloss<Scalar, Dims::nv, dims_frictionloss<Dims>> {
   static_assert(dims_check<Dims>::value, "");
+  static_assert(dims_max_condim<Dims> == 3 || dims_max_condim<Dims> == 4 || dims_max_condim<Dims> == 6,
+                "rlkernels::physics: max_condim must be 3, 4 or 6");
   using scalar_type = Scalar;  ///< the engine's number type
   using dims = Dims;           ///< the sizes
   static constexpr int nq = Dims::nq;        ///< position coordinates
@@ -355,6 +401,8 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
   static constexpr int ccd_iterations = dims_ccd_iterations<Dims>;  ///< the convex collider's iterations (ccd_tolerance, when > 0)
   static constexpr int nsensor = dims_nsensor<Dims>;          ///< sensors (their constants, and data::sensordata, when > 0)
   static constexpr int nsensordata = dims_nsensordata<Dims>;  ///< values of all sensors (data::sensordata's length)
+  static constexpr bool frictionloss = dims_frictionloss<Dims>;  ///< dry friction on dofs (dof_frictionloss, dof_solref, dof_solimp, when true)
+  static constexpr int max_condim = dims_max_condim<Dims>;       ///< the largest contact condim (3, 4 or 6)
   static constexpr int nu_ = detail::at_least_one(nu);            ///< length of the actuator arrays: max(nu, 1)
   static constexpr int npair_ = detail::at_least_one(npair);      ///< length of the pair arrays: max(npair, 1)
   static constexpr int ntendon_ = detail::at_least_one(ntendon);  ///< length of the tendon arrays: max(ntendon, 1)
@@ -426,7 +474,7 @@ struct model : detail::model_sites<Scalar, dims_nsite<Dims>>,
   int geom_bodyid[Dims::ngeom];       ///< body the geom is attached to
   int geom_contype[Dims::ngeom];      ///< contact type bits
   int geom_conaffinity[Dims::ngeom];  ///< contact affinity bits
-  int geom_condim[Dims::ngeom];       ///< contact dimensionality (1 or 3 supported)
+  int geom_condim[Dims::ngeom];       ///< contact dimensionality (1, 3, 4 or 6; at most dims_max_condim)
   int geom_priority[Dims::ngeom];     ///< contact parameter priority
   Scalar geom_solmix[Dims::ngeom];    ///< solref/solimp mixing weight
   Scalar geom_solref[Dims::ngeom][2]; ///< contact solref
@@ -516,7 +564,8 @@ model<Scalar, NewDims> rebind(const model<Scalar, Dims>& m) {
                     dims_fluid<NewDims> == dims_fluid<Dims> &&
                     dims_actuator_bias<NewDims> == dims_actuator_bias<Dims> && dims_ntree<NewDims> == dims_ntree<Dims> &&
                     dims_ccd_iterations<NewDims> == dims_ccd_iterations<Dims> &&
-                    dims_nsensor<NewDims> == dims_nsensor<Dims> && dims_nsensordata<NewDims> == dims_nsensordata<Dims>,
+                    dims_nsensor<NewDims> == dims_nsensor<Dims> && dims_nsensordata<NewDims> == dims_nsensordata<Dims> &&
+                    dims_frictionloss<NewDims> == dims_frictionloss<Dims> && dims_max_condim<NewDims> == dims_max_condim<Dims>,
                 "rlkernels::physics::rebind: the Dims types must describe the same model");
   if constexpr (std::is_same<NewDims, Dims>::value) {
     return m;  // the same type: nothing to rebind

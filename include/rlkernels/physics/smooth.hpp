@@ -591,6 +591,19 @@ RLK_INLINE void point_jacobian(const model<Scalar, Dims>& m, const data<Scalar, 
   }
 }
 
+/// The rotational Jacobian of `body` (mj_jac's jacr: the rotation part of the cdofs along the
+/// chain of its weld body, zero elsewhere).
+template <class Scalar, class Dims>
+RLK_INLINE void rotation_jacobian(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, int body,
+                                  Scalar (*jacr)[Dims::nv]) {
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < Dims::nv; ++j) jacr[k][j] = Scalar(0);
+  const int weld = m.body_weldid[body];
+  if (m.body_dofnum[weld] == 0) return;
+  for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i])
+    for (int k = 0; k < 3; ++k) jacr[k][i] = d.cdof[i][k];
+}
+
 /// MuJoCo's mj_applyFT for the dense case: qfrc += jacp' force, then qfrc += jacr' torque, with mj_jac's
 /// Jacobians of `point` on `body` (point_jacobian; the rotational one is the cdofs' rotations along the
 /// same chain), each product summed over the rows as mju_mulMatTVec does (a zero row of force or torque
@@ -601,12 +614,7 @@ RLK_INLINE void apply_force_torque(const model<S, D>& m, const data<S, D>& d, co
   constexpr int nv = D::nv;
   S jacp[3][nv], jacr[3][nv];
   point_jacobian(m, d, point, body, jacp);
-  for (int k = 0; k < 3; ++k)
-    for (int j = 0; j < nv; ++j) jacr[k][j] = S(0);
-  const int weld = m.body_weldid[body];
-  if (m.body_dofnum[weld] > 0)
-    for (int i = m.body_dofadr[weld] + m.body_dofnum[weld] - 1; i >= 0; i = m.dof_parentid[i])
-      for (int k = 0; k < 3; ++k) jacr[k][i] = d.cdof[i][k];
+  rotation_jacobian(m, d, body, jacr);
   const S* vec[2] = {force, torque};
   const S(*jac[2])[nv] = {jacp, jacr};
   for (int part = 0; part < 2; ++part) {

@@ -86,14 +86,58 @@ struct island_problem {
   RLK_INLINE int row(int k) const { return rows[k]; }
 };
 
+/// The bound of a friction-loss row (its dof's dof_frictionloss; 0 for a model without them).
+template <class Scalar, class Dims>
+RLK_INLINE Scalar row_frictionloss(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, int r) {
+  if constexpr (dims_frictionloss<Dims>) {
+    return m.dof_frictionloss[d.efc_id[r]];
+  } else {
+    (void)m;
+    (void)d;
+    (void)r;
+    return Scalar(0);
+  }
+}
+
+/// Whether row r is a friction-loss row (they come first: rows 0 .. nf-1).
+template <class Scalar, class Dims>
+RLK_INLINE bool is_friction_row(const data<Scalar, Dims>& d, int r) {
+  if constexpr (dims_frictionloss<Dims>) {
+    return r < d.nf;
+  } else {
+    (void)d;
+    (void)r;
+    return false;
+  }
+}
+
 /// Forces, states and constraint cost of the problem's rows at jar = J a - aref (local row order;
-/// mj_constraintUpdate for inequality rows: a row with jar < 0 is quadratic, force -D jar;
-/// otherwise satisfied, no force).
+/// mj_constraintUpdate: an inequality row with jar < 0 is quadratic, force -D jar, otherwise
+/// satisfied, no force; a friction-loss row with bound f has the Huber cost: quadratic while
+/// |jar| < R f, else linear with force -/+ f).
 template <class Scalar, class Dims, class P>
-RLK_INLINE Scalar update_rows(data<Scalar, Dims>& d, const P& p, const Scalar* jar) {
+RLK_INLINE Scalar update_rows(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, const P& p, const Scalar* jar) {
   Scalar cost = Scalar(0);
   for (int i = 0; i < p.nefc; ++i) {
     const int r = p.row(i);
+    if (is_friction_row(d, r)) {
+      const Scalar f = row_frictionloss(m, d, r);
+      const Scalar R = d.efc_R[r];
+      if (jar[i] <= -R * f) {
+        cost += Scalar(-0.5) * R * f * f - f * jar[i];
+        d.efc_force[r] = f;
+        d.efc_state[r] = state_linear_neg;
+      } else if (jar[i] >= R * f) {
+        cost += Scalar(-0.5) * R * f * f + f * jar[i];
+        d.efc_force[r] = -f;
+        d.efc_state[r] = state_linear_pos;
+      } else {
+        d.efc_force[r] = -d.efc_D[r] * jar[i];
+        cost += Scalar(0.5) * d.efc_D[r] * jar[i] * jar[i];
+        d.efc_state[r] = state_quadratic;
+      }
+      continue;
+    }
     if (jar[i] >= Scalar(0)) {
       d.efc_force[r] = Scalar(0);
       d.efc_state[r] = state_satisfied;
@@ -161,8 +205,9 @@ struct newton_context {
 
 /// Cost, forces, qfrc_constraint at the context's qacc (PrimalUpdateConstraint).
 template <class Scalar, class Dims, class P>
-RLK_INLINE void newton_update_constraint(data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c) {
-  c.cost = update_rows(d, p, c.Jaref);
+RLK_INLINE void newton_update_constraint(const model<Scalar, Dims>& m, data<Scalar, Dims>& d, const P& p,
+                                         newton_context<Scalar, Dims>& c) {
+  c.cost = update_rows(m, d, p, c.Jaref);
   // J' force row by row, skipping rows without force (as MuJoCo's mju_mulMatTVec): each entry
   // still sums its terms in row order from +0, and a zero term never changes such a sum
   for (int j = 0; j < p.nv; ++j) d.qfrc_constraint[p.dof(j)] = Scalar(0);
@@ -249,14 +294,56 @@ RLK_INLINE void newton_update_hessian(const data<Scalar, Dims>& d, const P& p, n
   }
 }
 
-/// Cost change and derivatives at alpha along the search direction (PrimalEval, inequality rows).
+/// The Huber cost of a friction-loss row at x (frictionCost): quadratic inside (-Rf, Rf), linear outside.
+template <class S>
+RLK_INLINE S friction_cost(S x, S f, S Rf, S D) {
+  if (-Rf < x && x < Rf) return S(0.5) * D * x * x;
+  if (x <= -Rf) return f * (S(-0.5) * Rf - x);
+  return f * (S(-0.5) * Rf + x);
+}
+
+/// cost(x) - cost(start) of a friction-loss row (frictionCostDif: within one zone in closed form).
+template <class S>
+RLK_INLINE S friction_cost_dif(S start, S x, S f, S Rf, S D) {
+  const int zs = (-Rf < start && start < Rf) ? 0 : (start <= -Rf ? -1 : 1);
+  const int zx = (-Rf < x && x < Rf) ? 0 : (x <= -Rf ? -1 : 1);
+  if (zs == 0 && zx == 0) return S(0.5) * D * (x - start) * (x + start);
+  if (zs == -1 && zx == -1) return f * (start - x);
+  if (zs == 1 && zx == 1) return f * (x - start);
+  return friction_cost(x, f, Rf, D) - friction_cost(start, f, Rf, D);
+}
+
+/// Cost change and derivatives at alpha along the search direction (PrimalEval: friction-loss
+/// and inequality rows).
 template <class Scalar, class Dims, class P>
-RLK_INLINE void newton_eval(const P& p, newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt) {
+RLK_INLINE void newton_eval(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const P& p,
+                            newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt) {
   const Scalar alpha = pt.alpha;
   Scalar cost = Scalar(0);
+  Scalar deriv0 = Scalar(0), deriv1 = Scalar(0);
   Scalar q0 = Scalar(0), q1 = c.quadGauss[1], q2 = c.quadGauss[2];
   for (int i = 0; i < p.nefc; ++i) {
     const Scalar start = c.Jaref[i];
+    if constexpr (dims_frictionloss<Dims>) {
+      const int r = p.row(i);
+      if (is_friction_row(d, r)) {
+        const Scalar dir = c.Jv[i];
+        const Scalar x = start + alpha * dir;
+        const Scalar f = row_frictionloss(m, d, r);
+        const Scalar D = d.efc_D[r];
+        const Scalar Rf = d.efc_R[r] * f;
+        cost += friction_cost_dif(start, x, f, Rf, D);
+        if (-Rf < x && x < Rf) {
+          deriv0 += D * x * dir;
+          deriv1 += D * dir * dir;
+        } else if (x <= -Rf) {
+          deriv0 += -f * dir;
+        } else {
+          deriv0 += f * dir;
+        }
+        continue;
+      }
+    }
     const Scalar x = start + alpha * c.Jv[i];
     const Scalar cost0 = start < Scalar(0) ? c.quad[i][0] : Scalar(0);
     if (x < Scalar(0)) {
@@ -269,8 +356,8 @@ RLK_INLINE void newton_eval(const P& p, newton_context<Scalar, Dims>& c, ls_poin
   }
   cost += alpha * alpha * q2 + alpha * q1 + q0;
   pt.cost = cost;
-  pt.deriv[0] = Scalar(2) * alpha * q2 + q1;
-  pt.deriv[1] = Scalar(2) * q2;
+  pt.deriv[0] = deriv0 + (Scalar(2) * alpha * q2 + q1);
+  pt.deriv[1] = deriv1 + Scalar(2) * q2;
   if (pt.deriv[1] <= Scalar(0)) pt.deriv[1] = min_value<Scalar>();  // not convex: cannot happen with M > 0
   ++c.ls_iter;
 }
@@ -278,7 +365,8 @@ RLK_INLINE void newton_eval(const P& p, newton_context<Scalar, Dims>& c, ls_poin
 /// Replaces pt by a candidate closer to the minimum on its side (same derivative sign, smaller
 /// magnitude) and, if it moved, evaluates its Newton point into next (MuJoCo's updateBracket).
 template <class Scalar, class Dims, class P>
-RLK_INLINE int newton_update_bracket(const P& p, newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt,
+RLK_INLINE int newton_update_bracket(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const P& p,
+                                     newton_context<Scalar, Dims>& c, ls_point<Scalar>& pt,
                                      const ls_point<Scalar>* cand, ls_point<Scalar>& next) {
   int flag = 0;
   for (int i = 0; i < 3; ++i) {
@@ -292,7 +380,7 @@ RLK_INLINE int newton_update_bracket(const P& p, newton_context<Scalar, Dims>& c
   }
   if (flag) {
     next.alpha = pt.alpha - pt.deriv[0] / pt.deriv[1];
-    newton_eval(p, c, next);
+    newton_eval(m, d, p, c, next);
   }
   return flag;
 }
@@ -301,7 +389,8 @@ RLK_INLINE int newton_update_bracket(const P& p, newton_context<Scalar, Dims>& c
 /// one-sided Newton steps until the derivative changes sign, then bracketing with midpoints.
 /// Returns the step (0: no improvement) and the cost decrease in improvement.
 template <class Scalar, class Dims, class P>
-RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, newton_context<Scalar, Dims>& c,
+RLK_INLINE Scalar newton_line_search(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, const P& p,
+                                     newton_context<Scalar, Dims>& c,
                                      Scalar tolerance, int ls_iterations, Scalar& improvement) {
   const int nv = p.nv;
   c.ls_iter = 0;
@@ -324,9 +413,9 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, ne
   }
   ls_point<Scalar> p0, p1, p2, pmid, p1next, p2next;
   p0.alpha = Scalar(0);
-  newton_eval(p, c, p0);
+  newton_eval(m, d, p, c, p0);
   p1.alpha = p0.alpha - p0.deriv[0] / p0.deriv[1];
-  newton_eval(p, c, p1);
+  newton_eval(m, d, p, c, p1);
   if (std::fabs(p1.deriv[0]) < gtol && (p1.alpha == Scalar(0) || p1.cost < Scalar(0))) {
     improvement = -p1.cost;
     return p1.alpha;
@@ -337,7 +426,7 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, ne
   while (p1.deriv[0] * dir <= -gtol && c.ls_iter < ls_iterations) {
     p2 = p1;
     p1.alpha -= p1.deriv[0] / p1.deriv[1];
-    newton_eval(p, c, p1);
+    newton_eval(m, d, p, c, p1);
     if (std::fabs(p1.deriv[0]) < gtol && p1.cost < Scalar(0)) {
       improvement = -p1.cost;
       return p1.alpha;
@@ -350,10 +439,10 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, ne
   // bracketed search between p1 and p2
   p2next = p1;
   p1next.alpha = p1.alpha - p1.deriv[0] / p1.deriv[1];
-  newton_eval(p, c, p1next);
+  newton_eval(m, d, p, c, p1next);
   while (c.ls_iter < ls_iterations) {
     pmid.alpha = Scalar(0.5) * (p1.alpha + p2.alpha);
-    newton_eval(p, c, pmid);
+    newton_eval(m, d, p, c, pmid);
     const ls_point<Scalar> cand[3] = {p1next, p2next, pmid};
     Scalar best = Scalar(0);
     int besti = -1;
@@ -367,8 +456,8 @@ RLK_INLINE Scalar newton_line_search(const data<Scalar, Dims>& d, const P& p, ne
       improvement = -cand[besti].cost;
       return cand[besti].alpha;
     }
-    const int b1 = newton_update_bracket(p, c, p1, cand, p1next);
-    const int b2 = newton_update_bracket(p, c, p2, cand, p2next);
+    const int b1 = newton_update_bracket(m, d, p, c, p1, cand, p1next);
+    const int b2 = newton_update_bracket(m, d, p, c, p2, cand, p2next);
     if (!b1 && !b2) {  // no progress possible at this precision: the midpoint
       improvement = -pmid.cost;
       return pmid.alpha;
@@ -419,7 +508,7 @@ RLK_INLINE int newton_iterate(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
   mul_M(d, p, c.Ma, c.search);
   mul_J(d, p, c.Jaref, c.search);
   for (int i = 0; i < p.nefc; ++i) c.Jaref[i] -= d.efc_aref[p.row(i)];
-  newton_update_constraint(d, p, c);
+  newton_update_constraint(m, d, p, c);
   for (int i = 0; i < nv; ++i) {
     const int v = p.dof(i);
     c.grad[i] = c.Ma[i] - d.qfrc_smooth[v] - d.qfrc_constraint[v];
@@ -457,7 +546,7 @@ RLK_INLINE int newton_iterate(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
   int oldstate[nefc_];
   while (!done && iter < m.iterations) {
     Scalar ls_improvement;
-    const Scalar alpha = newton_line_search(d, p, c, ls_tol, m.ls_iterations, ls_improvement);
+    const Scalar alpha = newton_line_search(m, d, p, c, ls_tol, m.ls_iterations, ls_improvement);
     if (alpha == Scalar(0)) break;
     d.solver_neval += c.ls_iter;
     for (int i = 0; i < nv; ++i) {
@@ -466,7 +555,7 @@ RLK_INLINE int newton_iterate(const model<Scalar, Dims>& m, data<Scalar, Dims>& 
     }
     for (int i = 0; i < p.nefc; ++i) c.Jaref[i] += alpha * c.Jv[i];
     for (int i = 0; i < p.nefc; ++i) oldstate[i] = d.efc_state[p.row(i)];
-    newton_update_constraint(d, p, c);
+    newton_update_constraint(m, d, p, c);
     newton_update_hessian(d, p, c, oldstate);
     for (int i = 0; i < nv; ++i) {
       const int v = p.dof(i);
@@ -503,6 +592,8 @@ RLK_INLINE void newton_islands(const model<Scalar, Dims>& m, data<Scalar, Dims>&
     int t1, t2;
     if (d.efc_type[r] == static_cast<int>(constraint_type::limit_joint)) {
       t1 = t2 = m.dof_treeid[m.jnt_dofadr[d.efc_id[r]]];
+    } else if (d.efc_type[r] == static_cast<int>(constraint_type::friction_dof)) {
+      t1 = t2 = m.dof_treeid[d.efc_id[r]];
     } else {  // a contact
       const contact<Scalar>& con = d.con[d.efc_id[r]];
       t1 = m.body_treeid[m.geom_bodyid[con.geom1]];
@@ -551,13 +642,13 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void newton_solve(const model<Scalar, Dims>&
     Scalar Ma[nv];
     mul_J(d, whole, jar, d.qacc_warmstart);
     for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    Scalar cost_warm = update_rows(d, whole, jar);
+    Scalar cost_warm = update_rows(m, d, whole, jar);
     mul_M(d, whole, Ma, d.qacc_warmstart);
     for (int i = 0; i < nv; ++i)
       cost_warm += Scalar(0.5) * (Ma[i] - d.qfrc_smooth[i]) * (d.qacc_warmstart[i] - d.qacc_smooth[i]);
     mul_J(d, whole, jar, d.qacc_smooth);
     for (int i = 0; i < nefc; ++i) jar[i] -= d.efc_aref[i];
-    const Scalar cost_smooth = update_rows(d, whole, jar);
+    const Scalar cost_smooth = update_rows(m, d, whole, jar);
     const Scalar* start = cost_warm > cost_smooth ? d.qacc_smooth : d.qacc_warmstart;
     for (int i = 0; i < nv; ++i) d.qacc[i] = start[i];
   } else {
@@ -646,10 +737,31 @@ RLK_INLINE void pgs_make_AR(const model<Scalar, Dims>& m, const data<Scalar, Dim
   }
 }
 
-/// efc_state as the dual solver sets it: a row with positive force is active (quadratic).
+/// efc_state as the dual solver sets it (dualState): an inequality row with positive force is
+/// active (quadratic); a friction-loss row at its bound -f is linear positive, at +f linear
+/// negative (the primal's opposites), else quadratic.
 template <class Scalar, class Dims>
-RLK_INLINE void pgs_state(data<Scalar, Dims>& d) {
-  for (int i = 0; i < d.nefc; ++i) d.efc_state[i] = d.efc_force[i] <= Scalar(0) ? state_satisfied : state_quadratic;
+RLK_INLINE void pgs_state(const model<Scalar, Dims>& m, data<Scalar, Dims>& d) {
+  for (int i = 0; i < d.nefc; ++i) {
+    if (is_friction_row(d, i)) {
+      const Scalar f = row_frictionloss(m, d, i);
+      d.efc_state[i] = d.efc_force[i] <= -f ? state_linear_pos : d.efc_force[i] >= f ? state_linear_neg : state_quadratic;
+      continue;
+    }
+    d.efc_state[i] = d.efc_force[i] <= Scalar(0) ? state_satisfied : state_quadratic;
+  }
+}
+
+/// Projects row i's force onto its bounds: [-f, f] for a friction-loss row, [0, inf) otherwise.
+template <class Scalar, class Dims>
+RLK_INLINE void pgs_project(const model<Scalar, Dims>& m, const data<Scalar, Dims>& d, Scalar& force, int i) {
+  if (is_friction_row(d, i)) {
+    const Scalar f = row_frictionloss(m, d, i);
+    if (force < -f) force = -f;
+    else if (force > f) force = f;
+    return;
+  }
+  if (force < Scalar(0)) force = Scalar(0);
 }
 
 /// The PGS solve of solve_constraint (rows present): MuJoCo's dual warm start, mj_solPGS, and
@@ -669,7 +781,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
     Scalar tmp[nefc_];
     mul_J(d, whole_problem<nv>{nefc}, tmp, d.qacc_warmstart);
     for (int i = 0; i < nefc; ++i) tmp[i] -= d.efc_aref[i];
-    update_rows(d, whole_problem<nv>{nefc}, tmp);
+    update_rows(m, d, whole_problem<nv>{nefc}, tmp);
     Scalar cost = mj_dot(d.efc_force, c.b, nefc);
     for (int i = 0; i < nefc; ++i) tmp[i] = c.row_dot(i, d.efc_force, nefc);
     cost += Scalar(0.5) * mj_dot(d.efc_force, tmp, nefc);
@@ -678,8 +790,8 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
   } else {
     for (int i = 0; i < nefc; ++i) d.efc_force[i] = Scalar(0);
   }
-  // ---- mj_solPGS: every row is its own block (no elliptic cones), and every row is an
-  // inequality (no equality or friction-loss rows), so each update is clamped at 0 ----
+  // ---- mj_solPGS: every row is its own block (no elliptic cones); each update is clamped to
+  // [-f, f] (friction loss) or at 0 (inequality) ----
   Scalar* f = d.efc_force;
   const Scalar scale = Scalar(1) / (m.meaninertia * Scalar(nv > 1 ? nv : 1));  // no island scale in PGS
   for (int i = 0; i < nefc; ++i) {
@@ -693,7 +805,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
   int iter = 0;
   int k = 0;  // momentum counter, reset to 0 on a restart
   while (iter < m.iterations) {
-    // Nesterov extrapolation f += beta (f - f_prev), projected back onto f >= 0
+    // Nesterov extrapolation f += beta (f - f_prev), projected back onto the bounds
     const Scalar beta = iter > 0 ? Scalar(k - 1) / Scalar(k + 2) : Scalar(0);
     if (beta > Scalar(0)) {
       for (int i = 0; i < nefc; ++i) {
@@ -701,8 +813,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
         f[i] += beta * (f[i] - c.force_prev[i]);
         c.force_prev[i] = before;
       }
-      for (int i = 0; i < nefc; ++i)
-        if (f[i] < Scalar(0)) f[i] = Scalar(0);
+      for (int i = 0; i < nefc; ++i) pgs_project(m, d, f[i], i);
     } else {
       for (int i = 0; i < nefc; ++i) c.force_prev[i] = f[i];
     }
@@ -720,7 +831,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
       const Scalar res = c.b[i] + c.row_dot(i, f, nefc);
       const Scalar old = f[i];
       f[i] -= res * c.ARinv[i];
-      if (f[i] < Scalar(0)) f[i] = Scalar(0);
+      pgs_project(m, d, f[i], i);
       // the cost change, with the diagonal as 1 / ARinv (not AR's own entry, for MuJoCo's bits);
       // an update that raises the cost by more than 1e-10 is undone
       const Scalar A = Scalar(1) / c.ARinv[i];
@@ -746,7 +857,7 @@ RLK_HOST_DEVICE RLK_DEVICE_NOINLINE void pgs_solve(const model<Scalar, Dims>& m,
     if (improvement < m.tolerance) break;
   }
   d.solver_niter = iter;
-  pgs_state(d);
+  pgs_state(m, d);
   // qfrc_constraint = J' f over the rows with force (as mju_mulMatTVec), qacc = M^-1 qfrc + qacc_smooth
   for (int i = 0; i < nefc; ++i) {
     const Scalar fi = f[i];
