@@ -37,7 +37,7 @@ for name, xml in (("hopper", "hopper.xml"), ("walker2d", "walker2d_v5.xml"), ("h
     elif r.stdout != committed:
         failures.append(f"{xml}: the committed {name}.hpp differs from what the generator writes now")
 # ... and the test-only models (box geoms; sensors: from tests/reference/, included as <rlkernels/...>).
-for stem in ("box_crawler", "sensor_robot", "friction_quad"):
+for stem in ("box_crawler", "sensor_robot", "friction_quad", "friction_islands"):
     committed = open(os.path.join(root, "tests", "physics", "models", stem + ".hpp")).read()
     r = run(os.path.join(root, "tests", "reference", f"mujoco_{stem}.xml"), stem, None, "--system-includes")
     if r.returncode != 0 or r.stdout != committed:

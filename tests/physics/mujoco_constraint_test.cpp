@@ -1198,4 +1198,6 @@ TEST_CASE("constraint islands (several kinematic trees) solve as MuJoCo's", "[mu
     run_pipeline<pusher_case>(4, 100, 5, 0.3, 0.9);
   }
   SECTION("pusher: the wrist pushing the object (capsule-cylinder contacts, merged islands)") { run_pusher_push(3000); }
+  SECTION("friction_islands (friction-loss rows in 1-3 islands)") { run_case<friction_islands_case>(6, 100, 2, 0.1, true); }
+  SECTION("friction_islands forward and step") { run_pipeline<friction_islands_case>(4, 100, 2, 0.1); }
 }

@@ -20,6 +20,7 @@
 
 #include "physics/models/box_crawler.hpp"  // generated from tests/reference/mujoco_box_crawler.xml
 #include "physics/models/friction_quad.hpp"  // generated from tests/reference/mujoco_friction_quad.xml
+#include "physics/models/friction_islands.hpp"  // generated from tests/reference/mujoco_friction_islands.xml
 #include "physics/models/sensor_robot.hpp"  // generated from tests/reference/mujoco_sensor_robot.xml
 #include "../examples/my_robot/my_robot_model.hpp"  // generated from examples/my_robot/my_robot.xml
 
@@ -155,6 +156,21 @@ struct friction_quad_case {
   static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
   template <class Scalar>
   static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::friction_quad<Scalar>(); }
+};
+
+/// A test-only scene of three kinematic trees for friction-loss rows in constraint islands: a
+/// two-hinge arm with frictionloss, a free ball (condim 6) and a free capsule with frictionloss on
+/// its free joint (tests/reference/mujoco_friction_islands.xml).
+struct friction_islands_case {
+  using lean_dims = rlkernels::models::friction_islands_dims;
+  using dims = rlkernels::physics::dims_with_efc_terms<lean_dims>;
+  static constexpr const char* name = "friction_islands";
+  static constexpr const char* xml = "mujoco_friction_islands.xml";
+  static constexpr bool all_pairs_reachable = false;
+  template <class Scalar>
+  static rlkernels::physics::model<Scalar, dims> model() { return rlkernels::physics::rebind<dims>(lean_model<Scalar>()); }
+  template <class Scalar>
+  static constexpr rlkernels::physics::model<Scalar, lean_dims> lean_model() { return rlkernels::models::friction_islands<Scalar>(); }
 };
 
 /// A test-only robot with one sensor of each kind the engine computes, on every kind of object

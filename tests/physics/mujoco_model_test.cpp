@@ -42,7 +42,7 @@ struct field_checker {
 TEMPLATE_TEST_CASE("generated model constants equal the compiled mjModel", "[mujoco][model]", hopper_case,
                    walker2d_case, half_cheetah_case, ant_case, humanoid_case, box_crawler_case, inverted_pendulum_case,
                    inverted_double_pendulum_case, swimmer_case, my_robot_case, reacher_case, pusher_case,
-                   sensor_robot_case, friction_quad_case) {
+                   sensor_robot_case, friction_quad_case, friction_islands_case) {
   const auto mj = load_mj_model(model_file(TestType::xml));
   const mjModel* m = mj.get();
   constexpr auto ours = TestType::template lean_model<double>();  // the generated function is constexpr
