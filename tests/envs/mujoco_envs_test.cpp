@@ -1396,8 +1396,10 @@ TEMPLATE_TEST_CASE("under the random policy, episode lengths and returns are dis
                    pusher_spec) {
   check_random_policy_statistics<typename TestType::template env<double>>(TestType::id, "double",
                                                                           TestType::random_stats_effective_size);
+  // float at half the effective size: double is the exact anchor (a physics error shows there
+  // first); float is checked for what rounding adds, which moves the statistics far less
   check_random_policy_statistics<typename TestType::template env<float>>(TestType::id, "float",
-                                                                         TestType::random_stats_effective_size);
+                                                                         TestType::random_stats_effective_size / 2);
 }
 
 // ---- statistics under a trained policy --------------------------------------------------------
@@ -1486,13 +1488,13 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
           "[.][mujoco][envs][statistics]") {
   // Effective sample sizes n_ours n_gym / (n_ours + n_gym): 222 for the walkers and 143 for Ant (an
   // Ant step, with its 256-256 policy, costs about four walker steps): 250 and 154 episodes of ours
-  // against Gymnasium's 2000.
+  // against Gymnasium's 2000; float at half those (as for the random policy: double is the anchor).
   check_trained_policy_statistics<walker2d<double>>("Walker2d-v5", "mujoco_walker2d_v5_policy.txt", "double", 222);
-  check_trained_policy_statistics<walker2d<float>>("Walker2d-v5", "mujoco_walker2d_v5_policy.txt", "float", 222);
+  check_trained_policy_statistics<walker2d<float>>("Walker2d-v5", "mujoco_walker2d_v5_policy.txt", "float", 111);
   check_trained_policy_statistics<hopper<double>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "double", 222);
-  check_trained_policy_statistics<hopper<float>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "float", 222);
+  check_trained_policy_statistics<hopper<float>>("Hopper-v5", "mujoco_hopper_v5_policy.txt", "float", 111);
   check_trained_policy_statistics<ant<double>>("Ant-v5", "mujoco_ant_v5_policy.txt", "double", 143);
-  check_trained_policy_statistics<ant<float>>("Ant-v5", "mujoco_ant_v5_policy.txt", "float", 143);
+  check_trained_policy_statistics<ant<float>>("Ant-v5", "mujoco_ant_v5_policy.txt", "float", 72);
   // Reacher's 50-step episodes are cheap: 2000 of ours against Gymnasium's 2000 (effective 1000);
   // the random policy scores about -43, the trained one about -4.
   check_trained_policy_statistics<reacher<double>>("Reacher-v5", "mujoco_reacher_v5_policy.txt", "double", 1000, -10);
@@ -1500,7 +1502,7 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
   // Pusher: the policy pushes the object (capsule-cylinder contacts by GJK/EPA); -150 at random
   // (effective size 300: 353 of ours against Gymnasium's 2000, for the test command's time)
   check_trained_policy_statistics<pusher<double>>("Pusher-v5", "mujoco_pusher_v5_policy.txt", "double", 300, -40);
-  check_trained_policy_statistics<pusher<float>>("Pusher-v5", "mujoco_pusher_v5_policy.txt", "float", 300, -40);
+  check_trained_policy_statistics<pusher<float>>("Pusher-v5", "mujoco_pusher_v5_policy.txt", "float", 150, -40);
 }
 
 // ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------
