@@ -2,7 +2,8 @@
 """rlkernels against the CPU baselines users run today, on this machine, in one invocation.
 
 Env-steps per second of CartPole-v1, Pendulum-v1, Acrobot-v1, MinAtar Breakout and the MuJoCo
-envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5, Humanoid-v5 and Pusher-v5 over a sweep of batch
+envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5, Humanoid-v5, Pusher-v5, InvertedPendulum-v5,
+InvertedDoublePendulum-v5, Swimmer-v5 and Reacher-v5 over a sweep of batch
 sizes N, for:
 
   rlkernels      vec_env::step on the serial, OpenMP and (with an NVIDIA GPU) CUDA backends, from
@@ -99,6 +100,19 @@ ENVS = {
     # The manipulator: three kinematic trees, the object pushed by GJK/EPA cylinder contacts.
     "Pusher-v5": dict(binary="mujoco_bench", row_env="Pusher-v5", gym_id="Pusher-v5", envpool_id="Pusher-v4",
                       envpool_v5_id="Pusher-v5", minatar=None, actions=("continuous", 7, -2.0, 2.0), mujoco=True),
+    # The small ones: a cart-pole and a double one (RK4, joint limits), a swimmer in a viscous medium
+    # (fluid forces) and a two-link arm with its target (two trees, constraint islands).
+    "InvertedPendulum-v5": dict(binary="mujoco_bench", row_env="InvertedPendulum-v5", gym_id="InvertedPendulum-v5",
+                                envpool_id="InvertedPendulum-v4", envpool_v5_id="InvertedPendulum-v5", minatar=None,
+                                actions=("continuous", 1, -3.0, 3.0), mujoco=True),
+    "InvertedDoublePendulum-v5": dict(binary="mujoco_bench", row_env="InvertedDoublePendulum-v5",
+                                      gym_id="InvertedDoublePendulum-v5", envpool_id="InvertedDoublePendulum-v4",
+                                      envpool_v5_id="InvertedDoublePendulum-v5", minatar=None,
+                                      actions=("continuous", 1, -1.0, 1.0), mujoco=True),
+    "Swimmer-v5": dict(binary="mujoco_bench", row_env="Swimmer-v5", gym_id="Swimmer-v5", envpool_id="Swimmer-v4",
+                       envpool_v5_id="Swimmer-v5", minatar=None, actions=("continuous", 2, -1.0, 1.0), mujoco=True),
+    "Reacher-v5": dict(binary="mujoco_bench", row_env="Reacher-v5", gym_id="Reacher-v5", envpool_id="Reacher-v4",
+                       envpool_v5_id="Reacher-v5", minatar=None, actions=("continuous", 2, -1.0, 1.0), mujoco=True),
 }
 MUJOCO_ENVS = [e for e, spec in ENVS.items() if spec.get("mujoco")]
 

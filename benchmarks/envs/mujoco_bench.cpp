@@ -1,6 +1,8 @@
 // benchmarks/envs/mujoco_bench.cpp
 // Env-steps per second of the MuJoCo envs Hopper-v5, Walker2d-v5, HalfCheetah-v5, Ant-v5,
-// Humanoid-v5 and Pusher-v5 (the manipulator: three trees, cylinder contacts by GJK/EPA):
+// Humanoid-v5, Pusher-v5 (the manipulator: three trees, cylinder contacts by GJK/EPA),
+// InvertedPendulum-v5, InvertedDoublePendulum-v5, Swimmer-v5 (fluid forces) and Reacher-v5 (two
+// trees, islands):
 //   - rlkernels' own envs (rlkernels::hopper<Scalar>, walker2d<Scalar>, half_cheetah<Scalar> on the
 //     physics engine in include/rlkernels/physics/) through vec_env, step and step_unchecked, in
 //     float and in double, on the backend of this build variant (OpenMP: serial_below = 0, every
@@ -10,10 +12,13 @@
 //     envs (OpenMP, schedule(static) like vec_env, in the openmp variant; one thread in the serial
 //     one), each env setting ctrl to its action and calling mj_step frame_skip times, as Gymnasium's
 //     MujocoEnv.do_simulation does, with Gymnasium v5's episode rules (healthy checks, truncation
-//     at 1000 steps (Pusher 100), reset with v5's reset noise (Pusher: its object draw) followed
+//     at 1000 steps (Pusher 100, Reacher 50), reset with v5's reset noise (Pusher: its object draw,
+//     Reacher: its goal draw) followed
 //     by mj_forward, as Gymnasium's set_state).
 // An env step is frame_skip physics steps (Hopper and Walker2d 4 x 0.002 s with RK4, HalfCheetah
-// 5 x 0.01 s with implicit Euler, Pusher 5 x 0.01 s with Euler, Ant 5 x 0.01 s and Humanoid
+// 5 x 0.01 s with implicit Euler, Pusher 5 x 0.01 s with Euler, InvertedPendulum 2 x 0.02 s,
+// InvertedDoublePendulum 5 x 0.01 s, Swimmer 4 x 0.01 s and Reacher 2 x 0.01 s with RK4, Ant
+// 5 x 0.01 s and Humanoid
 // 5 x 0.003 s with RK4; for these two
 // MuJoCo's rows also call mj_rnePostConstraint once per env step, as Gymnasium does): items_per_second counts env steps, the mj_steps_per_second
 // counter physics steps, and env_steps_per_second_per_thread divides by the threads that had
@@ -36,7 +41,11 @@
 #include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
+#include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
+#include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
 #include <rlkernels/envs/mujoco/pusher.hpp>
+#include <rlkernels/envs/mujoco/reacher.hpp>
+#include <rlkernels/envs/mujoco/swimmer.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 
 // MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
@@ -90,7 +99,7 @@ int busy_threads(std::int64_t n) {
 /// resets (random-action episodes last tens of steps); HalfCheetah never terminates.
 int warmup_steps(std::int64_t n) { return rlk_bench::compare_warmup_steps(n); }
 
-/// [action_buffer_count][n * width] actions uniform in [-1, 1] (the three models' ctrlrange);
+/// [action_buffer_count][n * width] actions uniform in [-1, 1] (within every model's ctrlrange);
 /// a pure function of n, so every row (ours and MuJoCo's) sees the same actions.
 template <class T>
 std::vector<std::vector<T>> make_actions(std::size_t n, int width) {
@@ -193,7 +202,7 @@ struct mj_env_spec {
   int frame_skip;
   double reset_noise_scale;
   bool cheetah_noise;        ///< HalfCheetah, Ant: qvel noise is reset_noise_scale * N(0, 1), not uniform
-  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's, 3 Ant's, 4 Humanoid's; 5 Pusher (never terminates)
+  int healthy;               ///< 0 never terminates, 1 Hopper's rule, 2 Walker2d's, 3 Ant's, 4 Humanoid's; 5 Pusher (never terminates), 6-9 the envs below
 };
 
 constexpr mj_env_spec hopper_spec{"Hopper-v5", "hopper.xml", 4, 5e-3, false, 1};
@@ -203,11 +212,23 @@ constexpr mj_env_spec ant_spec{"Ant-v5", "ant.xml", 5, 0.1, true, 3};
 constexpr mj_env_spec humanoid_spec{"Humanoid-v5", "humanoid.xml", 5, 1e-2, false, 4};
 constexpr int pusher_code = 5;
 constexpr mj_env_spec pusher_spec{"Pusher-v5", "pusher_v5.xml", 5, 0.0, false, pusher_code};
+constexpr int inverted_pendulum_code = 6, inverted_double_pendulum_code = 7, swimmer_code = 8, reacher_code = 9;
+constexpr mj_env_spec inverted_pendulum_spec{"InvertedPendulum-v5", "inverted_pendulum.xml", 2, 0.01, false,
+                                             inverted_pendulum_code};
+// (qvel noise: reset_noise_scale * N(0, 1), as cheetah_noise)
+constexpr mj_env_spec inverted_double_pendulum_spec{"InvertedDoublePendulum-v5", "inverted_double_pendulum.xml", 5, 0.1,
+                                                    true, inverted_double_pendulum_code};
+constexpr mj_env_spec swimmer_spec{"Swimmer-v5", "swimmer.xml", 4, 0.1, false, swimmer_code};
+constexpr mj_env_spec reacher_spec{"Reacher-v5", "reacher.xml", 2, 0.1, false, reacher_code};
 
 /// Observation width of a spec: qpos[1:] and qvel for the planar walkers; Ant qpos[2:], qvel and
 /// cfrc_ext[1:]; Humanoid also cinert[1:], cvel[1:] and qfrc_actuator[6:].
 int mj_obs_size(const mjModel* m, int healthy) {
   if (healthy == pusher_code) return 23;  // qpos[:7], qvel[:7], three bodies' xpos
+  if (healthy == inverted_pendulum_code) return 4;          // qpos, qvel
+  if (healthy == inverted_double_pendulum_code) return 9;   // x, sin and cos of the angles, qvel, qfrc_constraint[0]
+  if (healthy == swimmer_code) return 8;                    // qpos[2:], qvel
+  if (healthy == reacher_code) return 10;                   // cos, sin of the arm, the goal, the arm's qvel, tip - target
   if (healthy == 3) return m->nq - 2 + m->nv + 6 * (m->nbody - 1);
   if (healthy == 4) return m->nq - 2 + m->nv + 22 * (m->nbody - 1) + (m->nv - 6);
   return m->nq - 1 + m->nv;
@@ -246,12 +267,18 @@ struct mj_fixture {
   std::vector<double> length_sums, return_sums;
   std::vector<std::uint8_t> terminated, truncated;
   std::vector<std::vector<double>> actions;
+  int fingertip_body = -1, target_body = -1;  // Reacher's
 
   mj_fixture(std::size_t n, int warmup)
       : num_envs(n), m(load_model(Spec)), nq(m->nq), nv(m->nv), nu(m->nu), obs_size(mj_obs_size(m, Spec.healthy)), data(n, nullptr),
         elapsed(n, 0), observations(n * std::size_t(obs_size)), rewards(n), episode_returns(n), episodes(n),
         length_sums(n), return_sums(n), terminated(n), truncated(n),
         actions(make_actions<double>(n, m->nu)) {
+    if (Spec.healthy == reacher_code) {
+      fingertip_body = mj_name2id(m, mjOBJ_BODY, "fingertip");
+      target_body = mj_name2id(m, mjOBJ_BODY, "target");
+      if (fingertip_body < 0 || target_body < 0) throw std::runtime_error("reacher.xml: no body 'fingertip' or 'target'");
+    }
     gens.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       gens.emplace_back(env_seed * 1000003u + i);
@@ -287,6 +314,20 @@ struct mj_fixture {
       return;
     }
     for (int k = 0; k < nq; ++k) d->qpos[k] = m->qpos0[k] + u(gens[i]);
+    if (Spec.healthy == reacher_code) {  // Reacher's reset_model: a goal in the disc of radius 0.2
+      std::uniform_real_distribution<double> goal(-0.2, 0.2), v(-0.005, 0.005);
+      double gx, gy;
+      do {
+        gx = goal(gens[i]);
+        gy = goal(gens[i]);
+      } while (!(std::sqrt(gx * gx + gy * gy) < 0.2));
+      d->qpos[nq - 2] = gx;
+      d->qpos[nq - 1] = gy;
+      for (int k = 0; k < nv; ++k) d->qvel[k] = k < nv - 2 ? v(gens[i]) : 0.0;
+      mj_forward(m, d);
+      elapsed[i] = 0;
+      return;
+    }
     for (int k = 0; k < nv; ++k) d->qvel[k] = Spec.cheetah_noise ? Spec.reset_noise_scale * g(gens[i]) : u(gens[i]);
     mj_forward(m, d);
     elapsed[i] = 0;
@@ -364,6 +405,10 @@ struct mj_fixture {
     double ctrl_cost = 0;
     for (int k = 0; k < nu; ++k) ctrl_cost += action[k] * action[k];
     const bool ok = healthy(d);
+    if (Spec.healthy >= inverted_pendulum_code) {
+      step_small(i, d, x_before, ctrl_cost);
+      return;
+    }
     if (Spec.healthy == pusher_code) {  // Gymnasium's Pusher: the bodies' xpos after mj_step
       double* obs = observations.data() + i * std::size_t(obs_size);
       for (int k = 0; k < 7; ++k) obs[k] = d->qpos[k];
@@ -392,10 +437,62 @@ struct mj_fixture {
     finish_step(i, !ok);
   }
 
+  /// Gymnasium v5's step of the inverted pendulums, Swimmer and Reacher after mj_step.
+  void step_small(std::size_t i, const mjData* d, double x_before, double ctrl_cost) {
+    double* obs = observations.data() + i * std::size_t(obs_size);
+    if (Spec.healthy == inverted_pendulum_code) {
+      for (int k = 0; k < nq; ++k) obs[k] = d->qpos[k];
+      for (int k = 0; k < nv; ++k) obs[nq + k] = d->qvel[k];
+      bool finite = true;
+      for (int k = 0; k < 4; ++k) finite = finite && std::isfinite(obs[k]);
+      const bool term = !finite || std::fabs(obs[1]) > 0.2;
+      rewards[i] = term ? 0.0 : 1.0;
+      finish_step(i, term);
+    } else if (Spec.healthy == inverted_double_pendulum_code) {
+      const double x = d->site_xpos[0], y = d->site_xpos[2];
+      obs[0] = d->qpos[0];
+      for (int k = 1; k < nq; ++k) {
+        obs[k] = std::sin(d->qpos[k]);
+        obs[nq - 1 + k] = std::cos(d->qpos[k]);
+      }
+      for (int k = 0; k < nv; ++k) obs[2 * nq - 1 + k] = std::clamp(d->qvel[k], -10.0, 10.0);
+      obs[2 * nq - 1 + nv] = std::clamp(d->qfrc_constraint[0], -10.0, 10.0);
+      const bool term = y <= 1.0;
+      const double v1 = d->qvel[1], v2 = d->qvel[2];
+      const double dist_penalty = 0.01 * x * x + (y - 2) * (y - 2);
+      const double vel_penalty = 1e-3 * v1 * v1 + 5e-3 * v2 * v2;
+      rewards[i] = (term ? 0.0 : 10.0) - dist_penalty - vel_penalty;
+      finish_step(i, term);
+    } else if (Spec.healthy == swimmer_code) {
+      const double dt = m->opt.timestep * Spec.frame_skip;
+      for (int k = 2; k < nq; ++k) obs[k - 2] = d->qpos[k];
+      for (int k = 0; k < nv; ++k) obs[nq - 2 + k] = d->qvel[k];
+      rewards[i] = (d->qpos[0] - x_before) / dt - 1e-4 * ctrl_cost;
+      finish_step(i, false);
+    } else {  // Reacher: the bodies' centres of mass (get_body_com) after mj_step
+      const double* tip = d->xipos + 3 * fingertip_body;
+      const double* target = d->xipos + 3 * target_body;
+      obs[0] = std::cos(d->qpos[0]);
+      obs[1] = std::cos(d->qpos[1]);
+      obs[2] = std::sin(d->qpos[0]);
+      obs[3] = std::sin(d->qpos[1]);
+      obs[4] = d->qpos[2];
+      obs[5] = d->qpos[3];
+      obs[6] = d->qvel[0];
+      obs[7] = d->qvel[1];
+      obs[8] = tip[0] - target[0];
+      obs[9] = tip[1] - target[1];
+      double dist = 0;
+      for (int k = 0; k < 3; ++k) dist += (tip[k] - target[k]) * (tip[k] - target[k]);
+      rewards[i] = -std::sqrt(dist) - ctrl_cost;
+      finish_step(i, false);
+    }
+  }
+
   /// The episode bookkeeping after a step: flags, returns, and the reset of an ended episode.
   void finish_step(std::size_t i, bool unhealthy) {
     terminated[i] = unhealthy;
-    truncated[i] = ++elapsed[i] >= (Spec.healthy == pusher_code ? 100 : 1000);
+    truncated[i] = ++elapsed[i] >= (Spec.healthy == pusher_code ? 100 : Spec.healthy == reacher_code ? 50 : 1000);
     episode_returns[i] += rewards[i];
     if (terminated[i] || truncated[i]) {
       ++episodes[i];
@@ -517,6 +614,31 @@ int main(int argc, char** argv) {
     add_rlk_rows<rlk::pusher<float>, rlk::pusher<double>>("Pusher-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<pusher_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::inverted_pendulum<float>, rlk::inverted_pendulum<double>>("InvertedPendulum-v5", 2, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<inverted_pendulum_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::inverted_double_pendulum<float>, rlk::inverted_double_pendulum<double>>("InvertedDoublePendulum-v5",
+                                                                                            5, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<inverted_double_pendulum_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::swimmer<float>, rlk::swimmer<double>>("Swimmer-v5", 4, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<swimmer_spec>(n);
+#endif
+  }
+  for (const std::int64_t n : sizes) {
+    add_rlk_rows<rlk::reacher<float>, rlk::reacher<double>>("Reacher-v5", 2, n);
+#if RLK_BENCH_HAVE_MJ
+    add_mj_row<reacher_spec>(n);
 #endif
   }
 #if RLK_BENCH_HAVE_MJ
