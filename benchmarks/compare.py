@@ -1120,7 +1120,9 @@ class Runner:
                 self.notes.append("rlkernels CUDA: " + ("no NVIDIA GPU on this machine (nvidia-smi found none)" if not gpu
                                                         else "no CUDA build (--cuda-build-dir)"))
             for system in PYTHON_SYSTEMS:
-                if system in a.skip or (a.smoke and (env in ("Acrobot-v1", "Walker2d-v5", "HalfCheetah-v5")
+                if system in a.skip or (a.smoke and (env in ("Acrobot-v1", "Walker2d-v5", "HalfCheetah-v5",
+                                                            "InvertedPendulum-v5", "InvertedDoublePendulum-v5",
+                                                            "Swimmer-v5", "Reacher-v5")
                                                      or system == "envpool_minus_one")):
                     continue  # --smoke: each Python code path once, at N = 1 (CTest runs it in CI)
                 self.python_baseline(system, env, missing)
