@@ -18,9 +18,9 @@ meshes, ...) and the other sensors cannot act on the dynamics: they are dropped,
 header's first lines and stderr say which. Anything else outside the engine's subset is refused,
 with one message that names every such element (free, ball, hinge and slide joints; plane, sphere and capsule geoms, boxes that
 collide only with planes, cylinders that collide with planes, spheres, capsules and cylinders (MuJoCo's GJK/EPA with multiCCD); fixed tendons
-(length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints; no spatial tendons, equality constraints,
-flexes, plugins, the ellipsoid fluid model, tendon friction loss; joint friction loss (dof friction-loss rows); fluid forces by the inertia-box model;
-condim 1, 3, 4 and 6 under the pyramidal cone; the Newton or PGS solver
+(length and Jacobian); sites (their world frames); motors and position/velocity servos (affine bias) on hinge and slide joints;
+joint friction loss (dof friction-loss rows); fluid forces by the inertia-box model; condim 1, 3, 4 and 6 under the pyramidal cone;
+no spatial tendons, equality constraints, flexes, plugins, the ellipsoid fluid model, tendon friction loss; the Newton or PGS solver
 (Newton also on several kinematic trees: constraint islands); Euler or RK4). Needs the `mujoco` Python package (pinned for the generated
 headers: see REFERENCE_MUJOCO below); the library itself needs no Python.
 """
