@@ -74,16 +74,16 @@ struct classic_control<rlkernels::acrobot<S>> : std::true_type {};
 /// Walker2d-v5, InvertedPendulum-v5, InvertedDoublePendulum-v5).
 template <class Env>
 struct mujoco_locomotion : std::false_type {};
-template <class S, bool E, bool A, bool B, bool C, bool D>
-struct mujoco_locomotion<rlkernels::humanoid<S, E, A, B, C, D>> : std::true_type {};
-template <class S, bool E, bool A, bool B, bool C, bool D>
-struct mujoco_locomotion<rlkernels::humanoid_standup<S, E, A, B, C, D>> : std::true_type {};
-template <class S, bool E, bool C>
-struct mujoco_locomotion<rlkernels::ant<S, E, C>> : std::true_type {};
+template <class S, bool E, bool A, bool B, bool C, bool D, class Dims>  // any capacities
+struct mujoco_locomotion<rlkernels::humanoid<S, E, A, B, C, D, Dims>> : std::true_type {};
+template <class S, bool E, bool A, bool B, bool C, bool D, class Dims>
+struct mujoco_locomotion<rlkernels::humanoid_standup<S, E, A, B, C, D, Dims>> : std::true_type {};
+template <class S, bool E, bool C, class Dims>
+struct mujoco_locomotion<rlkernels::ant<S, E, C, Dims>> : std::true_type {};
 template <class S, bool E>
 struct mujoco_locomotion<rlkernels::half_cheetah<S, E>> : std::true_type {};
-template <class S, bool E>
-struct mujoco_locomotion<rlkernels::hopper<S, E>> : std::true_type {};
+template <class S, bool E, class Dims>
+struct mujoco_locomotion<rlkernels::hopper<S, E, Dims>> : std::true_type {};
 template <class S, bool E>
 struct mujoco_locomotion<rlkernels::walker2d<S, E>> : std::true_type {};
 template <class S>

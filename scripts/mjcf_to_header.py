@@ -409,6 +409,7 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
     ncon_doc = "contact capacity: every contact the candidate pairs can make"
     nefc_doc = ("constraint-row capacity: " + (f"{nfriction} friction-loss rows, " if nfriction else "")
                 + "2 per limited joint plus every contact's rows")
+    ncon_full, nefc_full = ncon, nefc  # written as ncon_full / nefc_full where a capacity is below them
     if max_contacts is not None and max_contacts < ncon:
         ncon, ncon_doc = max_contacts, f"contact capacity (--max-contacts; the pairs can make {ncon})"
     if max_rows is not None and max_rows < nefc:
@@ -550,6 +551,10 @@ def generate(xml_path, name, max_contacts=None, max_rows=None, system_includes=F
                     ("npair", len(pairs), "candidate collision pairs"), ("ncon", ncon, ncon_doc),
                     ("nefc", nefc, nefc_doc), ("ntendon", m.ntendon, "fixed tendons"),
                     ("nwrap", m.nwrap, "joint entries of the fixed tendons")]
+    if (ncon, nefc) != (ncon_full, nefc_full):  # written only below the full capacities (physics::dims_full_capacity)
+        at = [name for name, _, _ in dims_members].index("nefc") + 1
+        dims_members[at:at] = [("ncon_full", ncon_full, "every contact the candidate pairs can make (dims_full_capacity)"),
+                               ("nefc_full", nefc_full, "every row those contacts and the model can need (dims_full_capacity)")]
     if m.ntree > 1:  # written only with several trees (a Dims without ntree has one)
         dims_members.append(("ntree", m.ntree, "kinematic trees: the Newton solver works on constraint islands"))
     if m.nsite:  # written only when there are sites (a Dims without nsite has none)

@@ -37,6 +37,7 @@
 #include "envs/minatar/seaquest.hpp"
 #include "envs/minatar/space_invaders.hpp"
 #include "envs/mountain_car.hpp"
+#include "envs/mujoco/full_capacity.hpp"
 #include "envs/mountain_car_continuous.hpp"
 #include "envs/param_fields.hpp"
 #include "envs/pendulum.hpp"

@@ -58,6 +58,7 @@ __all__ = [
     "registered_envs",
     "env_info",
     "default_params",
+    "capacities",
     "gae",
     "lambda_returns",
     "n_step_returns",
@@ -87,6 +88,13 @@ def env_info(env_id: str) -> dict:
 def default_params(env_id: str) -> dict:
     """The keyword arguments ``make_vec(env_id, ...)`` accepts, with their defaults."""
     return _rlkernels.default_params(env_id)
+
+
+def capacities(env_id: str) -> dict | None:
+    """The contact and constraint-row capacities per env of a MuJoCo env for each ``capacity`` of
+    :func:`make_vec`: ``{"default": (contacts, rows), "full": (contacts, rows)}`` (the same two for the
+    envs whose default is full already); None for envs without a physics engine."""
+    return _rlkernels.capacities(env_id)
 
 
 def _seed_from(seed) -> int:
@@ -141,7 +149,8 @@ class RlkVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, env_id: str, num_envs: int, seed=None, backend: str = "openmp", dtype: str = "float32",
-                 *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", **env_kwargs: Any):
+                 *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "default",
+                 **env_kwargs: Any):
         if final_obs not in ("objects", "array"):
             raise ValueError(f"rlkernels.make_vec: final_obs must be 'objects' (Gymnasium's layout) or 'array', "
                              f"got {final_obs!r}")
@@ -159,8 +168,10 @@ class RlkVectorEnv(VectorEnv):
         if dtype not in _DTYPES:
             raise ValueError(f"rlkernels.make_vec: dtype must be 'float32' or 'float64', got {dtype!r}")
         first_seed = _seed_from(seed)
+        if not isinstance(capacity, str):
+            raise TypeError(f"rlkernels.make_vec: capacity must be 'default' or 'full', got {capacity!r}")
         self._env = _rlkernels.make(env_id, int(num_envs), first_seed, backend, dtype, int(num_threads),
-                                    dict(env_kwargs))
+                                    dict(env_kwargs), capacity)
         self._info = self._env.info
         self._params = self._env.params
         self._copy = bool(copy)
@@ -314,13 +325,21 @@ class RlkVectorEnv(VectorEnv):
         truncated (not terminated), its final observation the state before the step; no contact was
         dropped. Non-zero: these settings need larger capacities (with
         ``terminate_when_unhealthy=False``, Hopper-v5 and Humanoid-v5 can need more than their
-        defaults, which are sized for the default termination). 0 for envs without a physics engine."""
+        defaults, which are sized for the default termination): ``make_vec(..., capacity="full")``.
+        0 for envs without a physics engine."""
         return int(self._env.capacity_overflows())
+
+    @property
+    def capacities(self) -> tuple[int, int] | None:
+        """(contacts, constraint rows) each env's physics workspace holds (``capacity`` of
+        :func:`make_vec`); None for envs without a physics engine."""
+        return self._env.capacities
 
     def _warn_engine_counters(self) -> None:
         what = {
             "capacity_overflows": "needed more contacts or constraint rows than the model's workspace holds (its "
-                                  "capacities are sized for the default termination; docs/physics.md, 'The workspace')",
+                                  f"capacities {self.capacities} are sized for the default termination; "
+                                  "make_vec(..., capacity='full') has room for every contact)",
             "unstable_steps": "could not be computed by the physics engine (a non-finite or exploding state)",
         }
         for name, text in what.items():
@@ -394,7 +413,8 @@ class _ClosedEnv:
 
 
 def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str = "openmp", dtype: str = "float32",
-             *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", **env_kwargs: Any) -> RlkVectorEnv:
+             *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "default",
+             **env_kwargs: Any) -> RlkVectorEnv:
     """``num_envs`` environments ``env_id`` (see :func:`registered_envs`) as a Gymnasium ``VectorEnv``.
 
     Args:
@@ -409,10 +429,16 @@ def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str =
             array per ended env) or ``"array"`` (``infos["final_obs"]`` is the ``[N, ...]`` array of every
             env's last observation, a view unless ``copy``; index it with ``infos["_final_obs"]``). The
             object array costs about a microsecond per ended env; ``"array"`` costs nothing.
+        capacity: the MuJoCo envs' contacts and constraint rows per env (see :func:`capacities`):
+            ``"default"`` (Hopper, Ant and the Humanoids: measured peaks with a margin, sized for Gymnasium's
+            default termination) or ``"full"`` (every contact the model's pairs can make and every row: no
+            step can overflow; more memory; host backends only). A step that needs more than the capacity
+            is truncated and counted (:meth:`RlkVectorEnv.capacity_overflows`). The other envs have one
+            capacity, already full. The bits are the same with either wherever ``"default"`` did not overflow.
         **env_kwargs: the env's parameters (see :func:`default_params`), e.g. ``ctrl_cost_weight=0.01``.
     """
     return RlkVectorEnv(env_id, num_envs, seed, backend, dtype, copy=copy, num_threads=num_threads,
-                        final_obs=final_obs, **env_kwargs)
+                        final_obs=final_obs, capacity=capacity, **env_kwargs)
 
 
 class RlkEnv(gym.Env):

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlkernels_python {
@@ -41,6 +42,7 @@ struct make_request {
   std::string backend = "openmp";  ///< "serial", "openmp" or (a build with RLK_PYTHON_CUDA) "cuda"
   int num_threads = 0;             ///< OpenMP threads (0: OpenMP's default)
   std::vector<param_entry> params; ///< keyword arguments
+  std::string capacity = "default";  ///< the MuJoCo envs' workspace: "default" or "full" (rlkernels::full_capacity_t)
 };
 
 /// The interface of a batch of envs of one type on one host backend.
@@ -57,6 +59,9 @@ public:
   virtual bool has_action_mask() const = 0;             ///< Env::action_mask exists
   virtual std::size_t state_bytes() const = 0;          ///< sizeof(Env::State)
   virtual std::uint64_t seed() const = 0;               ///< key of the random streams now
+  /// The physics workspace's contact and constraint-row capacities per env (the MuJoCo envs;
+  /// {-1, -1} for envs without one).
+  virtual std::pair<int, int> capacities() const = 0;
   virtual std::vector<param_entry> params() const = 0;  ///< the Params fields Python can set
 
   // ---- the vec_env's arrays, in host memory or on device() (valid until the object dies;
@@ -120,5 +125,9 @@ std::unique_ptr<any_vec_env> make_vec_double_cuda(const make_request& r);  // py
 
 /// The keyword arguments `id` accepts with their default values (Gymnasium's where it has them).
 std::vector<param_entry> default_params(const std::string& id);
+
+/// The contact and row capacities of `id` with capacity "default" and "full" ({-1, -1} each for
+/// envs without a physics workspace).
+std::pair<std::pair<int, int>, std::pair<int, int>> capacities_of(const std::string& id);
 
 }  // namespace rlkernels_python

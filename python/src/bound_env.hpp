@@ -4,6 +4,7 @@
 #pragma once
 
 #include "any_vec_env.hpp"
+#include <rlkernels/envs/mujoco/full_capacity.hpp>
 #include <rlkernels/envs/param_fields.hpp>
 
 #include <rlkernels/envs/registry.hpp>
@@ -121,6 +122,24 @@ void apply_params(const std::string& id, typename Env::Params& p, const std::vec
 
 }  // namespace detail
 
+namespace detail {
+
+/// {Dims::ncon, Dims::nefc} of an env with a physics workspace, {-1, -1} otherwise.
+template <class Env, class = void>
+struct workspace_capacities {
+  static constexpr std::pair<int, int> value{-1, -1};
+};
+template <class Env>
+struct workspace_capacities<Env, std::void_t<decltype(Env::dims::ncon), decltype(Env::dims::nefc)>> {
+  static constexpr std::pair<int, int> value{Env::dims::ncon, Env::dims::nefc};
+};
+template <class Env>
+constexpr std::pair<int, int> capacities() {
+  return workspace_capacities<Env>::value;
+}
+
+}  // namespace detail
+
 template <class Env, class Backend>
 class bound_env final : public any_vec_env {
 public:
@@ -145,6 +164,7 @@ public:
   std::size_t state_bytes() const override { return sizeof(typename Env::State); }
   std::uint64_t seed() const override { return env_.seed(); }
   std::vector<param_entry> params() const override { return detail::params_of<Env>(env_.params()); }
+  std::pair<int, int> capacities() const override { return detail::capacities<Env>(); }
 
   void* observations() override { return const_cast<void*>(static_cast<const void*>(env_.observations().data())); }
   void* final_observations() override {
@@ -246,16 +266,51 @@ private:
   std::unique_ptr<rlkernels::buffer<typename venv::action_type, Backend>> scratch_;
 };
 
-/// The registry's env for r.id with r's keyword arguments, on `backend`.
+namespace detail {
+
+/// The env of `entry`, or full_capacity_t of it, with r's keyword arguments, on `backend`. The
+/// full-capacity env's Params take the entry's settings field by field (the two have the same
+/// param_fields; the model is the full-capacity env's own).
+template <class Env, class Entry, class Backend>
+std::unique_ptr<any_vec_env> bind(const make_request& r, const Entry& entry, Backend backend) {
+  using entry_env = typename Entry::env_type;
+  typename Env::Params params{};
+  if constexpr (std::is_same_v<Env, entry_env>) {
+    params = entry.params;
+  } else {
+    apply_params<Env>(r.id, params, params_of<entry_env>(entry.params));
+  }
+  apply_params<Env>(r.id, params, r.params);
+  rlkernels::env_info info = entry.info;
+  info.max_episode_steps = params.max_episode_steps;
+  return std::make_unique<bound_env<Env, Backend>>(info, backend, r.num_envs, r.seed, params);
+}
+
+}  // namespace detail
+
+/// The registry's env for r.id with r's keyword arguments and capacity, on `backend`.
 template <class Scalar, class Backend>
 std::unique_ptr<any_vec_env> make_bound(const make_request& r, Backend backend) {
+  if (r.capacity != "default" && r.capacity != "full")
+    throw std::invalid_argument("rlkernels.make_vec('" + r.id + "'): capacity must be 'default' or 'full', got '" +
+                                r.capacity + "'");
   return rlkernels::visit_env<Scalar>(r.id, [&](auto entry) -> std::unique_ptr<any_vec_env> {
     using Env = typename decltype(entry)::env_type;
-    typename Env::Params params = entry.params;
-    detail::apply_params<Env>(r.id, params, r.params);
-    rlkernels::env_info info = entry.info;
-    info.max_episode_steps = params.max_episode_steps;
-    return std::make_unique<bound_env<Env, Backend>>(info, backend, r.num_envs, r.seed, params);
+    using Full = rlkernels::full_capacity_t<Env>;
+    if (r.capacity == "full" && detail::capacities<Env>().first < 0)
+      throw std::invalid_argument("rlkernels.make_vec('" + r.id + "'): capacity='full' is for the MuJoCo envs; " +
+                                  r.id + " has no physics workspace");
+    if constexpr (!std::is_same_v<Full, Env>) {
+      if (r.capacity == "full") {
+        if constexpr (rlkernels::is_host_backend_v<Backend>) {
+          return detail::bind<Full>(r, entry, backend);
+        } else {
+          throw std::invalid_argument("rlkernels.make_vec('" + r.id + "'): capacity='full' runs on the host backends "
+                                      "('serial', 'openmp'): its workspace is too large for a GPU thread's stack");
+        }
+      }
+    }
+    return detail::bind<Env>(r, entry, backend);
   });
 }
 

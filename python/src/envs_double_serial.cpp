@@ -14,4 +14,11 @@ std::vector<param_entry> default_params(const std::string& id) {
   });
 }
 
+std::pair<std::pair<int, int>, std::pair<int, int>> capacities_of(const std::string& id) {
+  return rlkernels::visit_env<double>(id, [](auto entry) {
+    using Env = typename decltype(entry)::env_type;
+    return std::make_pair(detail::capacities<Env>(), detail::capacities<rlkernels::full_capacity_t<Env>>());
+  });
+}
+
 }  // namespace rlkernels_python

@@ -133,8 +133,9 @@ nb::dict info_dict(const rlkernels::env_info& info) {
 
 std::unique_ptr<any_vec_env> make(const std::string& id, std::size_t num_envs, std::uint64_t seed,
                                   const std::string& backend, const std::string& dtype, int num_threads,
-                                  nb::dict kwargs) {
+                                  nb::dict kwargs, const std::string& capacity) {
   make_request r;
+  r.capacity = capacity;
   r.id = id;
   r.num_envs = num_envs;
   r.seed = seed;
@@ -353,6 +354,17 @@ NB_MODULE(_rlkernels, m) {
     return out;
   });
   m.def("default_params", [](const std::string& id) { return params_dict(default_params(id)); }, nb::arg("id"));
+  m.def(
+      "capacities",
+      [](const std::string& id) -> nb::object {
+        const auto [def, full] = capacities_of(id);
+        if (def.first < 0) return nb::none();
+        nb::dict d;
+        d["default"] = nb::make_tuple(def.first, def.second);
+        d["full"] = nb::make_tuple(full.first, full.second);
+        return d;
+      },
+      nb::arg("id"));
 
   nb::class_<any_vec_env>(m, "VecEnv")
       .def_prop_ro("info", [](const any_vec_env& e) { return info_dict(e.info()); })
@@ -363,6 +375,12 @@ NB_MODULE(_rlkernels, m) {
       .def_prop_ro("state_bytes", &any_vec_env::state_bytes)
       .def_prop_ro("seed", &any_vec_env::seed)
       .def_prop_ro("params", [](const any_vec_env& e) { return params_dict(e.params()); })
+      .def_prop_ro("capacities",
+                   [](const any_vec_env& e) -> nb::object {
+                     const auto [ncon, nefc] = e.capacities();
+                     if (ncon < 0) return nb::none();
+                     return nb::make_tuple(ncon, nefc);
+                   })
       .def_prop_ro("device", &any_vec_env::device)
       .def("observations",
            [](any_vec_env& e) {
@@ -486,7 +504,7 @@ NB_MODULE(_rlkernels, m) {
           nb::arg("states"));
 
   m.def("make", &make, nb::arg("id"), nb::arg("num_envs"), nb::arg("seed"), nb::arg("backend"), nb::arg("dtype"),
-        nb::arg("num_threads"), nb::arg("kwargs"));
+        nb::arg("num_threads"), nb::arg("kwargs"), nb::arg("capacity") = "default");
 
   bind_estimators<float>(m);
   bind_estimators<double>(m);

@@ -441,3 +441,77 @@ def test_one_env_reports_a_failed_step():
     _, _, _, _, info = env.step(np.zeros(3))
     assert "failed_step" not in info
 
+
+
+# ---- capacity: the MuJoCo envs' workspace, "default" (measured) or "full" (every contact) ----
+
+def test_capacities_of_each_choice_are_reported():
+    assert rlkernels.capacities("Hopper-v5") == {"default": (6, 20), "full": (14, 44)}
+    assert rlkernels.capacities("Humanoid-v5") == {"default": (16, 36), "full": (190, 311)}
+    assert rlkernels.capacities("Walker2d-v5") == {"default": (14, 68), "full": (14, 68)}  # full already
+    assert rlkernels.capacities("CartPole-v1") is None
+    for env_id in ("Hopper-v5", "Ant-v5", "Walker2d-v5", "Pusher-v5"):
+        for capacity in ("default", "full"):
+            envs = rlkernels.make_vec(env_id, 2, seed=0, backend="serial", capacity=capacity)
+            assert envs.capacities == rlkernels.capacities(env_id)[capacity]
+    assert rlkernels.make_vec("CartPole-v1", 2, seed=0).capacities is None
+
+
+def test_full_capacity_steps_the_same_bits_where_the_default_holds():
+    envs = {c: rlkernels.make_vec("Hopper-v5", 8, seed=3, backend="openmp", dtype="float64", capacity=c)
+            for c in ("default", "full")}
+    assert envs["full"]._env.state_bytes == envs["default"]._env.state_bytes  # the workspace is not in the State
+    assert envs["full"]._env.params == envs["default"]._env.params
+    obs = {c: e.reset(seed=3)[0].copy() for c, e in envs.items()}
+    np.testing.assert_array_equal(obs["default"], obs["full"])
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        a = rng.uniform(-1, 1, size=(8, 3))
+        out = {c: [x.copy() if isinstance(x, np.ndarray) else x for x in e.step(a)[:4]] for c, e in envs.items()}
+        for k in range(4):
+            np.testing.assert_array_equal(out["default"][k], out["full"][k])
+    assert envs["default"].capacity_overflows() == 0 and envs["full"].capacity_overflows() == 0
+
+
+def _lay_down(envs):
+    """Humanoid-v5 (float64) lying on its side on the floor: 14 contacts, 58 rows (MuJoCo's mj_forward
+    of this pose), more than the default 36 rows."""
+    s = envs.get_states()
+    q = s.view(np.float64)
+    q[:, 2] = 0.11                                   # torso height
+    q[:, 3:7] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0, 0]  # rolled 90 degrees about x
+    q[:, 7:24] = 0                                   # joints at 0, the limbs stretched
+    q[:, 24:47] = 0                                  # at rest
+    envs.set_states(s)
+
+
+def test_a_humanoid_lying_down_overflows_the_default_capacity_and_not_the_full_one():
+    default = rlkernels.make_vec("Humanoid-v5", 2, seed=0, backend="serial", dtype="float64",
+                                 terminate_when_unhealthy=False)
+    full = rlkernels.make_vec("Humanoid-v5", 2, seed=0, backend="serial", dtype="float64",
+                              terminate_when_unhealthy=False, capacity="full")
+    assert full.capacities == (190, 311)
+    for e in (default, full):
+        e.reset(seed=0)
+        _lay_down(e)
+    with pytest.warns(RuntimeWarning, match=r"Humanoid-v5: 2 env step\(s\) needed more contacts .*capacity='full'"):
+        _, _, term, trunc, infos = default.step(np.zeros((2, 17)))
+    assert default.capacity_overflows() == 2 and list(trunc) == [True, True] and not term.any()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(20):
+            _, _, term, trunc, infos = full.step(np.zeros((2, 17)))
+            assert not trunc.any() and not term.any() and "failed_step" not in infos
+    assert full.capacity_overflows() == 0 and full.unstable_steps() == 0
+
+
+def test_capacity_is_checked():
+    with pytest.raises(ValueError, match="capacity must be 'default' or 'full', got 'huge'"):
+        rlkernels.make_vec("Hopper-v5", 2, capacity="huge")
+    with pytest.raises(TypeError, match="capacity must be 'default' or 'full'"):
+        rlkernels.make_vec("Hopper-v5", 2, capacity=64)
+    with pytest.raises(ValueError, match="capacity='full' is for the MuJoCo envs; CartPole-v1 has no physics"):
+        rlkernels.make_vec("CartPole-v1", 2, capacity="full")
+    one = rlkernels.make("Ant-v5", seed=0, capacity="full")  # the single-env wrapper passes it on
+    assert one.unwrapped_vec.capacities == rlkernels.capacities("Ant-v5")["full"]

@@ -131,13 +131,16 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(ok, "pendulum_on_floor", out)
     if r.returncode != 0 or "struct pendulum_on_floor_dims" not in open(out).read():
         failures.append(f"a supported model failed to generate: {r.stderr.strip()}")
-    # Capacities below what the pairs can make are written as given (and larger ones ignored).
-    for flags, expect in ((["--max-contacts", "1", "--max-rows", "3"], ("ncon = 1;", "nefc = 3;")),
-                          (["--max-contacts", "99"], ("ncon = 2;",))):
+    # Capacities below what the pairs can make are written as given, with the full ones beside them
+    # (ncon_full, nefc_full: physics::dims_full_capacity); larger ones are ignored, and a Dims at the
+    # full capacities has no *_full members.
+    for flags, expect, absent in ((["--max-contacts", "1", "--max-rows", "3"],
+                                   ("ncon = 1;", "nefc = 3;", "ncon_full = 2;", "nefc_full = 8;"), ()),
+                                  (["--max-contacts", "99"], ("ncon = 2;", "nefc = 8;"), ("ncon_full", "nefc_full"))):
         r = run(ok, "pendulum_on_floor", out, *flags)
         text = open(out).read() if r.returncode == 0 else ""
-        if r.returncode != 0 or any(e not in text for e in expect):
-            failures.append(f"{' '.join(flags)}: expected {expect} in the header ({r.stderr.strip()})")
+        if r.returncode != 0 or any(e not in text for e in expect) or any(a in text for a in absent):
+            failures.append(f"{' '.join(flags)}: expected {expect} and not {absent} in the header ({r.stderr.strip()})")
     # The PGS solver is supported and written into the model.
     pgs = os.path.join(tmp, "pgs.xml")
     with open(pgs, "w") as f:

@@ -250,8 +250,8 @@ struct param_fields<inverted_double_pendulum<S>> {
 };
 
 /// The settable parameters of `ant` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E, bool C>
-struct param_fields<ant<S, E, C>> {
+template <class S, bool E, bool C, class Dims>
+struct param_fields<ant<S, E, C, Dims>> {  // any capacities (physics::dims_with_capacity)
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
@@ -267,8 +267,8 @@ struct param_fields<ant<S, E, C>> {
 };
 
 /// The settable parameters of `humanoid` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E, bool A, bool B, bool C, bool D>
-struct param_fields<humanoid<S, E, A, B, C, D>> {
+template <class S, bool E, bool A, bool B, bool C, bool D, class Dims>
+struct param_fields<humanoid<S, E, A, B, C, D, Dims>> {  // any capacities
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
@@ -282,8 +282,8 @@ struct param_fields<humanoid<S, E, A, B, C, D>> {
 };
 
 /// The settable parameters of `humanoid_standup` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E, bool A, bool B, bool C, bool D>
-struct param_fields<humanoid_standup<S, E, A, B, C, D>> {
+template <class S, bool E, bool A, bool B, bool C, bool D, class Dims>
+struct param_fields<humanoid_standup<S, E, A, B, C, D, Dims>> {  // any capacities
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
@@ -297,8 +297,8 @@ struct param_fields<humanoid_standup<S, E, A, B, C, D>> {
 };
 
 /// The settable parameters of `hopper` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E>
-struct param_fields<hopper<S, E>> {
+template <class S, bool E, class Dims>
+struct param_fields<hopper<S, E, Dims>> {  // any capacities
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {

@@ -520,6 +520,30 @@ struct dims_with_capacity : Dims {
   static constexpr int nefc = NEfc;  ///< constraint-row capacity
 };
 
+namespace detail {
+template <class Dims, class = void>
+struct full_capacity_of {  // Dims without ncon_full / nefc_full: its capacities are already full
+  static constexpr int ncon = Dims::ncon;
+  static constexpr int nefc = Dims::nefc;
+};
+template <class Dims>
+struct full_capacity_of<Dims, std::void_t<decltype(Dims::ncon_full), decltype(Dims::nefc_full)>> {
+  static constexpr int ncon = Dims::ncon > Dims::ncon_full ? Dims::ncon : Dims::ncon_full;
+  static constexpr int nefc = Dims::nefc > Dims::nefc_full ? Dims::nefc : Dims::nefc_full;
+};
+}  // namespace detail
+
+/// @brief Dims with room for every contact the candidate pairs can make and every row they and
+/// the model can need, so that no step overflows: Dims itself where its capacities are already
+/// those (the generator writes `ncon_full` and `nefc_full` into a Dims only when --max-contacts or
+/// --max-rows set smaller capacities), dims_with_capacity<Dims, ncon_full, nefc_full> otherwise.
+/// E.g. `rlkernels::humanoid<float, true, true, true, true, true,
+/// physics::dims_full_capacity<models::humanoid_dims>>` (190 contacts, 311 rows instead of 16 and 36).
+template <class Dims>
+using dims_full_capacity =
+    std::conditional_t<detail::full_capacity_of<Dims>::ncon == Dims::ncon && detail::full_capacity_of<Dims>::nefc == Dims::nefc,
+                       Dims, dims_with_capacity<Dims, detail::full_capacity_of<Dims>::ncon, detail::full_capacity_of<Dims>::nefc>>;
+
 /// @brief Dims whose workspace has room for the PGS solver (see dims_pgs), so that a Newton
 /// model can be switched to PGS (`m.solver = solver_kind::pgs` on rebind<dims_with_pgs<Dims>>(m)).
 template <class Dims>

@@ -14,17 +14,19 @@ namespace models {
 
 /// Sizes of the `ant` model (ant.xml).
 struct ant_dims {
-  static constexpr int nq = 15;      ///< position coordinates
-  static constexpr int nv = 14;      ///< degrees of freedom
-  static constexpr int nu = 8;       ///< actuators (controls)
-  static constexpr int nbody = 14;   ///< bodies, the world (body 0) included
-  static constexpr int njnt = 9;     ///< joints
-  static constexpr int ngeom = 14;   ///< geoms
-  static constexpr int npair = 13;   ///< candidate collision pairs
-  static constexpr int ncon = 16;    ///< contact capacity (--max-contacts; the pairs can make 25)
-  static constexpr int nefc = 64;    ///< constraint-row capacity (--max-rows; at most 116 possible)
-  static constexpr int ntendon = 0;  ///< fixed tendons
-  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
+  static constexpr int nq = 15;          ///< position coordinates
+  static constexpr int nv = 14;          ///< degrees of freedom
+  static constexpr int nu = 8;           ///< actuators (controls)
+  static constexpr int nbody = 14;       ///< bodies, the world (body 0) included
+  static constexpr int njnt = 9;         ///< joints
+  static constexpr int ngeom = 14;       ///< geoms
+  static constexpr int npair = 13;       ///< candidate collision pairs
+  static constexpr int ncon = 16;        ///< contact capacity (--max-contacts; the pairs can make 25)
+  static constexpr int nefc = 64;        ///< constraint-row capacity (--max-rows; at most 116 possible)
+  static constexpr int ncon_full = 25;   ///< every contact the candidate pairs can make (dims_full_capacity)
+  static constexpr int nefc_full = 116;  ///< every row those contacts and the model can need (dims_full_capacity)
+  static constexpr int ntendon = 0;      ///< fixed tendons
+  static constexpr int nwrap = 0;        ///< joint entries of the fixed tendons
 };
 
 /// @brief The `ant` model (ant.xml as MuJoCo 3.12.0 compiles it).

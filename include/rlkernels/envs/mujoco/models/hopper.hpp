@@ -14,17 +14,19 @@ namespace models {
 
 /// Sizes of the `hopper` model (hopper.xml).
 struct hopper_dims {
-  static constexpr int nq = 6;       ///< position coordinates
-  static constexpr int nv = 6;       ///< degrees of freedom
-  static constexpr int nu = 3;       ///< actuators (controls)
-  static constexpr int nbody = 5;    ///< bodies, the world (body 0) included
-  static constexpr int njnt = 6;     ///< joints
-  static constexpr int ngeom = 5;    ///< geoms
-  static constexpr int npair = 7;    ///< candidate collision pairs
-  static constexpr int ncon = 6;     ///< contact capacity (--max-contacts; the pairs can make 14)
-  static constexpr int nefc = 20;    ///< constraint-row capacity (--max-rows; at most 44 possible)
-  static constexpr int ntendon = 0;  ///< fixed tendons
-  static constexpr int nwrap = 0;    ///< joint entries of the fixed tendons
+  static constexpr int nq = 6;          ///< position coordinates
+  static constexpr int nv = 6;          ///< degrees of freedom
+  static constexpr int nu = 3;          ///< actuators (controls)
+  static constexpr int nbody = 5;       ///< bodies, the world (body 0) included
+  static constexpr int njnt = 6;        ///< joints
+  static constexpr int ngeom = 5;       ///< geoms
+  static constexpr int npair = 7;       ///< candidate collision pairs
+  static constexpr int ncon = 6;        ///< contact capacity (--max-contacts; the pairs can make 14)
+  static constexpr int nefc = 20;       ///< constraint-row capacity (--max-rows; at most 44 possible)
+  static constexpr int ncon_full = 14;  ///< every contact the candidate pairs can make (dims_full_capacity)
+  static constexpr int nefc_full = 44;  ///< every row those contacts and the model can need (dims_full_capacity)
+  static constexpr int ntendon = 0;     ///< fixed tendons
+  static constexpr int nwrap = 0;       ///< joint entries of the fixed tendons
 };
 
 /// @brief The `hopper` model (hopper.xml as MuJoCo 3.12.0 compiles it).

@@ -14,18 +14,20 @@ namespace models {
 
 /// Sizes of the `humanoid_standup` model (humanoidstandup.xml).
 struct humanoid_standup_dims {
-  static constexpr int nq = 24;      ///< position coordinates
-  static constexpr int nv = 23;      ///< degrees of freedom
-  static constexpr int nu = 17;      ///< actuators (controls)
-  static constexpr int nbody = 14;   ///< bodies, the world (body 0) included
-  static constexpr int njnt = 18;    ///< joints
-  static constexpr int ngeom = 18;   ///< geoms
-  static constexpr int npair = 126;  ///< candidate collision pairs
-  static constexpr int ncon = 24;    ///< contact capacity (--max-contacts; the pairs can make 190)
-  static constexpr int nefc = 80;    ///< constraint-row capacity (--max-rows; at most 311 possible)
-  static constexpr int ntendon = 2;  ///< fixed tendons
-  static constexpr int nwrap = 4;    ///< joint entries of the fixed tendons
-  static constexpr int solver = 0;   ///< the PGS solver (mjtSolver): the workspace makes room for its matrix
+  static constexpr int nq = 24;          ///< position coordinates
+  static constexpr int nv = 23;          ///< degrees of freedom
+  static constexpr int nu = 17;          ///< actuators (controls)
+  static constexpr int nbody = 14;       ///< bodies, the world (body 0) included
+  static constexpr int njnt = 18;        ///< joints
+  static constexpr int ngeom = 18;       ///< geoms
+  static constexpr int npair = 126;      ///< candidate collision pairs
+  static constexpr int ncon = 24;        ///< contact capacity (--max-contacts; the pairs can make 190)
+  static constexpr int nefc = 80;        ///< constraint-row capacity (--max-rows; at most 311 possible)
+  static constexpr int ncon_full = 190;  ///< every contact the candidate pairs can make (dims_full_capacity)
+  static constexpr int nefc_full = 311;  ///< every row those contacts and the model can need (dims_full_capacity)
+  static constexpr int ntendon = 2;      ///< fixed tendons
+  static constexpr int nwrap = 4;        ///< joint entries of the fixed tendons
+  static constexpr int solver = 0;       ///< the PGS solver (mjtSolver): the workspace makes room for its matrix
 };
 
 /// @brief The `humanoid_standup` model (humanoidstandup.xml as MuJoCo 3.12.0 compiles it).
