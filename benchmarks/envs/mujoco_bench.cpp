@@ -36,6 +36,7 @@
 #include <benchmark/benchmark.h>
 
 #include "../bench_common.hpp"
+#include "../../tests/envs/gymnasium_tasks.hpp"
 
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/ant.hpp>
@@ -46,6 +47,7 @@
 #include <rlkernels/envs/mujoco/pusher.hpp>
 #include <rlkernels/envs/mujoco/reacher.hpp>
 #include <rlkernels/envs/mujoco/swimmer.hpp>
+#include <rlkernels/envs/mujoco/task_env.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 
 // MuJoCo's C library: host variants only (the CUDA bundle must not need libmujoco).
@@ -586,6 +588,16 @@ int main(int argc, char** argv) {
     add_mj_row<hopper_spec>(n);
 #endif
   }
+  // The generic env: Hopper-v5 and Swimmer-v5 written as tasks of mujoco_env<Task>
+  // (tests/envs/gymnasium_tasks.hpp; the same bits as the bundled structs, mujoco_envs_test "[task]"),
+  // in double, to time beside the bundled structs' rows (host backends: the CUDA build's kernels
+  // would be the same code).
+#if !defined(RLK_BACKEND_CUDA)
+  for (const std::int64_t n : sizes) {
+    add_vec_env_rows<rlk::mujoco_env<rlk_tasks::hopper_task, double>>("Hopper-v5.mujoco_env:double", 4, n);
+    add_vec_env_rows<rlk::mujoco_env<rlk_tasks::swimmer_task, double>>("Swimmer-v5.mujoco_env:double", 4, n);
+  }
+#endif
   for (const std::int64_t n : sizes) {
     add_rlk_rows<rlk::walker2d<float>, rlk::walker2d<double>>("Walker2d-v5", 4, n);
 #if RLK_BENCH_HAVE_MJ

@@ -7,6 +7,8 @@
 // steps the engine flags, and the registry ids.
 #include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/envs/mujoco/ant.hpp>
+#include <rlkernels/envs/mujoco/full_capacity.hpp>
+#include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
@@ -25,6 +27,7 @@
 #include "../stats.hpp"
 #include "../test_backend.hpp"
 #include "golden_f64.hpp"
+#include "gymnasium_tasks.hpp"
 #include "../../examples/my_robot/my_robot_task.hpp"
 
 #include <algorithm>
@@ -1004,61 +1007,41 @@ TEST_CASE("Pusher's spaces, defaults, reset distribution, observations and rewar
 
 // ---- the generic env: mujoco_env<Task> -------------------------------------------------------------
 
+
 namespace {
 
-/// Swimmer-v5 written as a task of mujoco_env: the same model, reset, reward and observation as
-/// swimmer<S>, so that the generic env must give the same bits.
-struct swimmer_task {
-  using dims = models::swimmer_dims;
-  template <class S> static constexpr physics::model<S, dims> model() { return models::swimmer<S>(); }
-  static constexpr int observation_size = 8;
-  static constexpr double action_low = -1, action_high = 1;
-  static constexpr int frame_skip = 4, max_episode_steps = 1000;
-  static constexpr int parallel_from = 8;
-  template <class S> struct params {
-    S ctrl_cost_weight = S(1e-4);
-    S reset_noise_scale = S(0.1);
-  };
-  template <class S, class Rng>
-  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
-                                    Rng& gen) {
-    rlkernels::detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+/// Steps bundled env A and its task version B side by side from the same seed and actions, through
+/// auto-resets: the same bits in every array.
+template <class A, class B>
+void check_task_gives_the_bits_of() {
+  static_assert(check_env<B>());
+  static_assert(B::observation_size == A::observation_size && B::action_size == A::action_size);
+  const std::size_t n = 24;
+  vec_env<A, backend_t> a(rlk_test::backend(), n, 42);
+  vec_env<B, backend_t> b(rlk_test::backend(), n, 42);
+  REQUIRE(a.observations().to_host() == b.observations().to_host());
+  for (std::uint64_t t = 0; t < 1100; ++t) {  // past the time limit: the auto-reset too
+    const auto actions = actions_at<A>(9, n, t, 7000);
+    a.step(rlk_test::make(actions).cview());
+    b.step(rlk_test::make(actions).cview());
+    REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
+    REQUIRE(a.observations().to_host() == b.observations().to_host());
+    REQUIRE(a.rewards().to_host() == b.rewards().to_host());
+    REQUIRE(a.terminated().to_host() == b.terminated().to_host());
+    REQUIRE(a.truncated().to_host() == b.truncated().to_host());
   }
-  template <class S>
-  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t) {
-    const S ctrl_cost = p.ctrl_cost_weight * rlkernels::detail::sum_of_squares(t.action, dims::nu);
-    return {S(1) * ((t.after.qpos[0] - t.before.qpos[0]) / t.dt) - ctrl_cost, false};
-  }
-  template <class S>
-  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
-                                      S* obs) {
-    for (int i = 2; i < dims::nq; ++i) obs[i - 2] = s.qpos[i];
-    for (int i = 0; i < dims::nv; ++i) obs[dims::nq - 2 + i] = s.qvel[i];
-  }
-};
+  const auto sa = a.get_episode_statistics(), sb = b.get_episode_statistics();
+  CHECK(sa.count == sb.count);
+  CHECK(sa.mean_return == sb.mean_return);
+}
 
 }  // namespace
 
-TEST_CASE("mujoco_env<Task>: Swimmer-v5 as a task gives swimmer's bits; the example robot is an env", "[mujoco][envs][task]") {
-  {
-    using A = swimmer<double>;
-    using B = mujoco_env<swimmer_task, double>;
-    static_assert(check_env<B>() && check_env<mujoco_env<swimmer_task, float>>());
-    static_assert(B::observation_size == A::observation_size && B::action_size == A::action_size);
-    const std::size_t n = 24;
-    vec_env<A, backend_t> a(rlk_test::backend(), n, 42);
-    vec_env<B, backend_t> b(rlk_test::backend(), n, 42);
-    REQUIRE(a.observations().to_host() == b.observations().to_host());
-    for (std::uint64_t t = 0; t < 1100; ++t) {  // past the time limit: the auto-reset too
-      const auto actions = actions_at<A>(9, n, t, 7000);
-      a.step(rlk_test::make(actions).cview());
-      b.step(rlk_test::make(actions).cview());
-      REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
-      REQUIRE(a.observations().to_host() == b.observations().to_host());
-      REQUIRE(a.rewards().to_host() == b.rewards().to_host());
-      REQUIRE(a.truncated().to_host() == b.truncated().to_host());
-    }
-  }
+TEST_CASE("mujoco_env<Task>: Swimmer-v5 and Hopper-v5 as tasks give their bits; the example robot is an env",
+          "[mujoco][envs][task]") {
+  check_task_gives_the_bits_of<hopper<double>, mujoco_env<rlk_tasks::hopper_task, double>>();
+  check_task_gives_the_bits_of<swimmer<double>, mujoco_env<rlk_tasks::swimmer_task, double>>();
+  static_assert(check_env<mujoco_env<rlk_tasks::swimmer_task, float>>());
   {
     using Env = my_robot_env<double>;
     static_assert(check_env<Env>() && check_env<my_robot_env<float>>());
@@ -1506,6 +1489,27 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
 }
 
 // ---- capacities: a step that needs more contacts or rows than the workspace holds ------------------
+
+TEST_CASE("full_capacity_t has room for every contact the pairs can make and every row", "[mujoco][envs][capacity]") {
+  // The figures the generator writes as ncon_full / nefc_full (docs/physics.md's table).
+  static_assert(full_capacity_t<hopper<double>>::dims::ncon == 14 && full_capacity_t<hopper<double>>::dims::nefc == 44);
+  static_assert(full_capacity_t<ant<float>>::dims::ncon == 25 && full_capacity_t<ant<float>>::dims::nefc == 116);
+  static_assert(full_capacity_t<humanoid<float>>::dims::ncon == 190 && full_capacity_t<humanoid<float>>::dims::nefc == 311);
+  static_assert(full_capacity_t<humanoid_standup<double>>::dims::ncon == 190 &&
+                full_capacity_t<humanoid_standup<double>>::dims::nefc == 311);
+  static_assert(std::is_same_v<full_capacity_t<walker2d<float>>, walker2d<float>>);  // full already
+  static_assert(std::is_same_v<full_capacity_t<pusher<double>>, pusher<double>>);
+  static_assert(check_env<full_capacity_t<humanoid<double>>>());
+  // Smaller capacities of the user's grow to the full ones; larger ones stay.
+  using small = physics::dims_with_capacity<models::hopper_dims, 2, 8>;
+  using big = physics::dims_with_capacity<models::hopper_dims, 20, 50>;
+  static_assert(physics::dims_full_capacity<small>::ncon == 14 && physics::dims_full_capacity<small>::nefc == 44);
+  static_assert(std::is_same_v<physics::dims_full_capacity<big>, big>);
+  // The Gymnasium keywords reach an env of any capacities (param_fields).
+  full_capacity_t<hopper<double>>::Params p;
+  set_param<full_capacity_t<hopper<double>>>(p, "ctrl_cost_weight", "0.5");
+  CHECK(p.ctrl_cost_weight == 0.5);
+}
 
 TEST_CASE("a step beyond the contact or row capacity is truncated, counted, and changes nothing below it",
           "[mujoco][envs][capacity]") {
