@@ -10,9 +10,19 @@
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
 #include <rlkernels/envs/mujoco/humanoid_standup.hpp>
+#include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
+#include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
+#include <rlkernels/envs/mujoco/pusher.hpp>
+#include <rlkernels/envs/mujoco/reacher.hpp>
+#include <rlkernels/envs/mujoco/swimmer.hpp>
+#include <rlkernels/envs/mujoco/task_env.hpp>
 #include <rlkernels/envs/mujoco/walker2d.hpp>
 #include <rlkernels/envs/vec_env.hpp>
 
+#include "../physics/models/box_crawler.hpp"
+#include "../physics/models/friction_islands.hpp"
+#include "../physics/models/friction_quad.hpp"
+#include "../physics/models/sensor_robot.hpp"
 #include "../test_backend.hpp"
 
 #include <cmath>
@@ -111,6 +121,56 @@ rollout_bytes simulate_both_integrators(bool poison, int steps) {
   return out;
 }
 
+/// The engine's test models (tests/reference/mujoco_*.xml, compared with MuJoCo itself in
+/// mujoco_reference_test) as envs of mujoco_env: a task that observes qpos and qvel, pays nothing
+/// and never terminates, so that their engine paths run here too (and under the sanitizers, which
+/// cannot load MuJoCo): dry friction and condim 4/6 (friction_quad; with Pgs, on the PGS solver),
+/// islands (friction_islands), sensors and servos (sensor_robot), boxes (box_crawler).
+#define RLK_TEST_MODEL(name)                                                                            \
+  struct name##_model {                                                                               \
+    using dims = models::name##_dims;                                                                 \
+    template <class S>                                                                                \
+    static physics::model<S, dims> model() {                                                          \
+      return models::name<S>();                                                                       \
+    }                                                                                                 \
+  };
+RLK_TEST_MODEL(friction_quad)
+RLK_TEST_MODEL(friction_islands)
+RLK_TEST_MODEL(sensor_robot)
+RLK_TEST_MODEL(box_crawler)
+#undef RLK_TEST_MODEL
+
+template <class Model, bool Pgs = false>
+struct model_task {
+  using dims = std::conditional_t<Pgs, physics::dims_with_pgs<typename Model::dims>, typename Model::dims>;
+  template <class S>
+  static physics::model<S, dims> model() {
+    physics::model<S, dims> m = physics::rebind<dims>(Model::template model<S>());
+    if (Pgs) m.solver = physics::solver_kind::pgs;
+    return m;
+  }
+  static constexpr int observation_size = dims::nq + dims::nv;
+  static constexpr double action_low = -1, action_high = 1;
+  static constexpr int frame_skip = 4, max_episode_steps = 1000;
+  template <class S>
+  struct params {};
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>&, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    detail::reset_state(m, s, S(0.1), false, gen);
+  }
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>&, const mujoco_task_step<S, dims>&) {
+    return {S(0), false};
+  }
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    for (int i = 0; i < dims::nq; ++i) obs[i] = s.qpos[i];
+    for (int i = 0; i < dims::nv; ++i) obs[dims::nq + i] = s.qvel[i];
+  }
+};
+
 template <class Env>
 void check_poisoned_equals_normal() {
   // Normal first, poisoned second, normal again: the last run starts on a stack the poisoned
@@ -136,7 +196,13 @@ void check_poisoned_equals_normal() {
 TEMPLATE_TEST_CASE("a poisoned workspace (NaN floats, -1 ints) gives the same bits: no field is read before it is written",
                    "[mujoco][envs][workspace]", hopper<float>, hopper<double>, walker2d<float>, walker2d<double>,
                    half_cheetah<float>, half_cheetah<double>, ant<float>, ant<double>, humanoid<float>,
-                   humanoid<double>, humanoid_standup<double>) {
+                   humanoid<double>, humanoid_standup<double>, pusher<float>, pusher<double>, swimmer<double>,
+                   reacher<double>, inverted_pendulum<double>, inverted_double_pendulum<double>,
+                   (mujoco_env<model_task<friction_quad_model>, double>),
+                   (mujoco_env<model_task<friction_quad_model, true>, double>),
+                   (mujoco_env<model_task<friction_islands_model>, double>),
+                   (mujoco_env<model_task<sensor_robot_model>, double>),
+                   (mujoco_env<model_task<box_crawler_model>, double>)) {
   check_poisoned_equals_normal<TestType>();
 }
 
