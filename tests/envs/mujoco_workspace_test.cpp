@@ -4,6 +4,9 @@
 // the same bits as with the workspace left as it is (detail::simulate no longer zeroes it). Host
 // backends only: the switch between the two modes is a host variable.
 #define RLK_PHYSICS_POISON_WORKSPACE 1
+#ifndef RLK_WORKSPACE_TEST_MODELS_ONLY
+#define RLK_WORKSPACE_TEST_MODELS_ONLY 0
+#endif
 
 #include <rlkernels/envs/mujoco/ant.hpp>
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
@@ -193,11 +196,17 @@ void check_poisoned_equals_normal() {
 
 }  // namespace
 
+#if !RLK_WORKSPACE_TEST_MODELS_ONLY  // the sanitizer preset: the envs run under the sanitizers in mujoco_envs_test
 TEMPLATE_TEST_CASE("a poisoned workspace (NaN floats, -1 ints) gives the same bits: no field is read before it is written",
                    "[mujoco][envs][workspace]", hopper<float>, hopper<double>, walker2d<float>, walker2d<double>,
                    half_cheetah<float>, half_cheetah<double>, ant<float>, ant<double>, humanoid<float>,
                    humanoid<double>, humanoid_standup<double>, pusher<float>, pusher<double>, swimmer<double>,
-                   reacher<double>, inverted_pendulum<double>, inverted_double_pendulum<double>,
+                   reacher<double>, inverted_pendulum<double>, inverted_double_pendulum<double>) {
+  check_poisoned_equals_normal<TestType>();
+}
+#endif
+
+TEMPLATE_TEST_CASE("the engine's test models: a poisoned workspace gives the same bits", "[mujoco][envs][workspace][models]",
                    (mujoco_env<model_task<friction_quad_model>, double>),
                    (mujoco_env<model_task<friction_quad_model, true>, double>),
                    (mujoco_env<model_task<friction_islands_model>, double>),
