@@ -231,6 +231,16 @@ std::vector<typename Env::scalar_type> actions_at(int code, std::size_t n, std::
   return a;
 }
 
+/// Two batches that must be equal bit for bit: the outputs of their last step.
+template <class A, class B>
+void require_same_step_outputs(const A& a, const B& b) {
+  REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
+  REQUIRE(a.observations().to_host() == b.observations().to_host());
+  REQUIRE(a.rewards().to_host() == b.rewards().to_host());
+  REQUIRE(a.terminated().to_host() == b.terminated().to_host());
+  REQUIRE(a.truncated().to_host() == b.truncated().to_host());
+}
+
 /// Runs env i from resets[i] with the hash actions of episode i until it terminates or reaches the
 /// time limit; writes its length and return (one whole episode per index, on the backend).
 template <class Env>
@@ -451,11 +461,7 @@ TEMPLATE_TEST_CASE("the serial and OpenMP backends step the MuJoCo envs bit for 
       const auto actions = actions_at<Env>(TestType::code, n, t, 5000);
       a.step(view<const typename Env::scalar_type>(actions.data(), actions.size()));
       b.step(view<const typename Env::scalar_type>(actions.data(), actions.size()));
-      REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
-      REQUIRE(a.observations().to_host() == b.observations().to_host());
-      REQUIRE(a.rewards().to_host() == b.rewards().to_host());
-      REQUIRE(a.terminated().to_host() == b.terminated().to_host());
-      REQUIRE(a.truncated().to_host() == b.truncated().to_host());
+      require_same_step_outputs(a, b);
     }
     const auto sa = a.get_episode_statistics(), sb = b.get_episode_statistics();
     CHECK(sa.count == sb.count);
@@ -1024,11 +1030,7 @@ void check_task_gives_the_bits_of() {
     const auto actions = actions_at<A>(9, n, t, 7000);
     a.step(rlk_test::make(actions).cview());
     b.step(rlk_test::make(actions).cview());
-    REQUIRE(a.final_observations().to_host() == b.final_observations().to_host());
-    REQUIRE(a.observations().to_host() == b.observations().to_host());
-    REQUIRE(a.rewards().to_host() == b.rewards().to_host());
-    REQUIRE(a.terminated().to_host() == b.terminated().to_host());
-    REQUIRE(a.truncated().to_host() == b.truncated().to_host());
+    require_same_step_outputs(a, b);
   }
   const auto sa = a.get_episode_statistics(), sb = b.get_episode_statistics();
   CHECK(sa.count == sb.count);
