@@ -589,8 +589,8 @@ int main(int argc, char** argv) {
 #endif
   }
   // The generic env: Hopper-v5 and Swimmer-v5 written as tasks of mujoco_env<Task>
-  // (tests/envs/gymnasium_tasks.hpp; the same bits as the bundled structs, mujoco_envs_test "[task]"),
-  // in double, to time beside the bundled structs' rows (host backends: the CUDA build's kernels
+  // in their minimal form (tests/envs/gymnasium_tasks.hpp: no step info; the same bits as the bundled
+  // envs, mujoco_envs_test "[task]"), in double, to time beside the bundled envs' rows (host backends: the CUDA build's kernels
   // would be the same code).
 #if !defined(RLK_BACKEND_CUDA)
   for (const std::int64_t n : sizes) {

@@ -1,7 +1,8 @@
-// tests/envs/gymnasium_tasks.hpp: two bundled envs written as tasks of the generic
-// mujoco_env<Task> (envs/mujoco/task_env.hpp), with the same model, reset, reward, termination and
-// observation, so that the generic env must give their bits (mujoco_envs_test "[task]") and can be
-// timed beside them (mujoco_bench's "<id>.mujoco_env" rows).
+// tests/envs/gymnasium_tasks.hpp: two bundled envs written again as the minimal tasks a user would
+// first write for the generic mujoco_env<Task> (envs/mujoco/task_env.hpp: no step info, no own
+// state, no failed-step reward), with the same model, reset, reward, termination and observation,
+// so that they must give the bundled envs' bits (mujoco_envs_test "[task]") and can be timed
+// beside them (mujoco_bench's "<id>.mujoco_env" rows).
 #pragma once
 
 #include <rlkernels/envs/mujoco/hopper.hpp>
@@ -43,7 +44,7 @@ struct swimmer_task {
 };
 
 /// Hopper-v5 (contacts, joint limits, termination): hopper<S>, except on a step the engine cannot
-/// take, where mujoco_env pays 0 and hopper<S> -ctrl_cost.
+/// take, where this task pays 0 (it has no failed_step) and hopper<S> -ctrl_cost.
 struct hopper_task {
   using dims = rlkernels::models::hopper_dims;
   template <class S> static constexpr rlkernels::physics::model<S, dims> model() { return rlkernels::models::hopper<S>(); }

@@ -627,6 +627,42 @@ TEMPLATE_TEST_CASE("fuzzing with extreme actions never yields a NaN observation 
   run(float{});
 }
 
+namespace {
+
+// What a failed step pays: the control cost of the action it was given (as the step would have),
+// for the envs with one (ctrl_cost_weight or reward_control_weight); 0 for the inverted pendulums.
+template <class P, class = void>
+struct has_ctrl_cost_weight : std::false_type {};
+template <class P>
+struct has_ctrl_cost_weight<P, decltype(void(std::declval<P&>().ctrl_cost_weight))> : std::true_type {};
+template <class P, class = void>
+struct has_reward_control_weight : std::false_type {};
+template <class P>
+struct has_reward_control_weight<P, decltype(void(std::declval<P&>().reward_control_weight))> : std::true_type {};
+template <class I, class = void>
+struct has_x_position : std::false_type {};
+template <class I>
+struct has_x_position<I, decltype(void(std::declval<I&>().x_position))> : std::true_type {};
+
+template <class I, class = void>
+struct has_reward_ctrl : std::false_type {};
+template <class I>
+struct has_reward_ctrl<I, decltype(void(std::declval<I&>().reward_ctrl))> : std::true_type {};
+template <class I, class = void>
+struct has_reward_quadctrl : std::false_type {};
+template <class I>
+struct has_reward_quadctrl<I, decltype(void(std::declval<I&>().reward_quadctrl))> : std::true_type {};
+
+template <class Env>
+double failed_step_reward(const typename Env::Params& p, double sum_of_squares) {
+  if constexpr (has_ctrl_cost_weight<typename Env::Params>::value) return -(p.ctrl_cost_weight * sum_of_squares);
+  if constexpr (has_reward_control_weight<typename Env::Params>::value)
+    return -(sum_of_squares * p.reward_control_weight);
+  return 0.0;
+}
+
+}  // namespace
+
 TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps the state and is counted",
                    "[mujoco][envs][unstable]", hopper_spec, walker2d_spec, half_cheetah_spec, ant_spec, humanoid_spec, humanoid_standup_spec,
                    inverted_pendulum_spec, inverted_double_pendulum_spec, swimmer_spec, reacher_spec,
@@ -659,6 +695,23 @@ TEMPLATE_TEST_CASE("a step the engine flags ends the episode as truncated, keeps
     for (int k = 0; k < nobs; ++k) CHECK(obs[k] == before[1 * nobs + k]);
     CHECK(s.unstable_steps == 1u);
     CHECK(s.capacity_overflows == 0u);
+    // With a non-zero action, the failed step pays the action's control cost, as Gymnasium's step
+    // would have, and its info holds that term and the kept state's position.
+    {
+      typename Env::State f = states[1];
+      typename Env::step_info info;
+      double half[Env::nu];
+      for (int k = 0; k < Env::nu; ++k) half[k] = k % 2 ? 0.5 : -0.5;
+      const step_result<double> rf = Env::step_with_info(p, f, half, info);
+      CHECK(rf.truncated);
+      CHECK_FALSE(rf.terminated);
+      const double expected = failed_step_reward<Env>(p, 0.25 * Env::nu);
+      CHECK(rf.reward == expected);
+      if constexpr (has_ctrl_cost_weight<typename Env::Params>::value) CHECK(expected < 0.0);
+      if constexpr (has_x_position<typename Env::step_info>::value) CHECK(info.x_position == f.qpos[0]);
+      if constexpr (has_reward_ctrl<typename Env::step_info>::value) CHECK(info.reward_ctrl == expected);
+      if constexpr (has_reward_quadctrl<typename Env::step_info>::value) CHECK(info.reward_quadctrl == expected);
+    }
     // A step the engine takes leaves truncated false (the vec_env's time limit is its own).
     typename Env::State ok = states[0];
     const step_result<double> r0 = Env::step(p, ok, zero.data(), gen);
@@ -1044,6 +1097,18 @@ TEST_CASE("mujoco_env<Task>: Swimmer-v5 and Hopper-v5 as tasks give their bits; 
   check_task_gives_the_bits_of<hopper<double>, mujoco_env<rlk_tasks::hopper_task, double>>();
   check_task_gives_the_bits_of<swimmer<double>, mujoco_env<rlk_tasks::swimmer_task, double>>();
   static_assert(check_env<mujoco_env<rlk_tasks::swimmer_task, float>>());
+  // The eleven bundled envs are this generic env with their Gymnasium tasks.
+  static_assert(std::is_base_of<mujoco_env<hopper_task<>, double>, hopper<double>>::value);
+  static_assert(std::is_base_of<mujoco_env<walker2d_task<>, float>, walker2d<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<half_cheetah_task<false>, double>, half_cheetah<double, false>>::value);
+  static_assert(std::is_base_of<mujoco_env<ant_task<>, float>, ant<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<humanoid_task<>, float>, humanoid<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<humanoid_standup_task<>, float>, humanoid_standup<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<inverted_pendulum_task, float>, inverted_pendulum<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<inverted_double_pendulum_task, float>, inverted_double_pendulum<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<swimmer_task<>, float>, swimmer<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<reacher_task, float>, reacher<float>>::value);
+  static_assert(std::is_base_of<mujoco_env<pusher_task, float>, pusher<float>>::value);
   {
     using Env = my_robot_env<double>;
     static_assert(check_env<Env>() && check_env<my_robot_env<float>>());

@@ -11,8 +11,85 @@
 #include "../env.hpp"
 #include "models/half_cheetah.hpp"
 #include "mujoco_env.hpp"
+#include "task_env.hpp"
 
 namespace rlkernels {
+
+/// @brief HalfCheetah-v5's task for mujoco_env (half_cheetah is built as
+/// mujoco_env<half_cheetah_task<...>, Scalar>; see it for the semantics): Gymnasium's keyword
+/// arguments (`params`), observation, reward, reset and step info.
+/// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
+template <bool ExcludeCurrentPositions = true>
+struct half_cheetah_task {
+  using dims = models::half_cheetah_dims;  ///< the model's sizes (nq 9, nv 9, nu 6)
+  /// The half_cheetah.xml model (xml_file).
+  template <class S>
+  static physics::model<S, dims> model() {
+    return models::half_cheetah<S>();
+  }
+  static constexpr int observation_size = dims::nq + dims::nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
+  static constexpr double action_low = -1;   ///< actuator_ctrlrange low (all actuators); Box(-1, 1, (6,)), float32 in Gymnasium
+  static constexpr double action_high = 1;   ///< actuator_ctrlrange high
+  static constexpr int frame_skip = 5;       ///< physics steps per env step
+  static constexpr int max_episode_steps = 1000;  ///< time limit of HalfCheetah-v5 (truncation)
+  /// A step is tens of microseconds of physics: OpenMP steps batches of 2 or more envs in parallel.
+  static constexpr int parallel_from = 2;
+
+  /// @brief Gymnasium's HalfCheetahEnv keyword arguments with their v5 defaults (half_cheetah's
+  /// Params adds model = xml_file, frame_skip and the time limit). Not applicable here:
+  /// default_camera_config, render_mode, width, height, camera_id, camera_name, max_geom,
+  /// visual_options (rendering). exclude_current_positions_from_observation is the template
+  /// parameter ExcludeCurrentPositions.
+  template <class S>
+  struct params {
+    S forward_reward_weight = S(1);  ///< weight of x_velocity in the reward
+    S ctrl_cost_weight = S(0.1);     ///< weight of sum(action^2)
+    S reset_noise_scale = S(0.1);    ///< reset noise: U(-s, s) on qpos, s * N(0, 1) on qvel
+  };
+
+  /// @brief Gymnasium's step info (the reward terms and position).
+  template <class S>
+  struct step_info {
+    S x_position;      ///< qpos[0] after the step
+    S x_velocity;      ///< (x after - x before) / dt
+    S reward_forward;  ///< forward_reward_weight * x_velocity
+    S reward_ctrl;     ///< -ctrl_cost_weight * sum(action^2)
+  };
+
+  /// qpos = qpos0 + U(-s, s), qvel = s * N(0, 1).
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    detail::reset_state(m, s, p.reset_noise_scale, true, gen);
+  }
+
+  /// Reward and info of a step (see half_cheetah); never terminated.
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t,
+                                             step_info<S>& info) {
+    const S ctrl_cost = -failed_step(p, t, info);
+    info.x_velocity = (t.after.qpos[0] - t.before.qpos[0]) / t.dt;
+    info.reward_forward = p.forward_reward_weight * info.x_velocity;
+    return {info.reward_forward - ctrl_cost, false};
+  }
+
+  /// A step the engine could not take: x_position of the state kept and the control cost, which is
+  /// the reward (negated).
+  template <class S>
+  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, dims>& t, step_info<S>& info) {
+    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, dims::nu);
+    info.x_position = t.after.qpos[0];
+    info.reward_ctrl = -ctrl_cost;
+    return -ctrl_cost;
+  }
+
+  /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel.
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    detail::observe_state<ExcludeCurrentPositions>(s, false, obs);
+  }
+};
 
 /// @brief HalfCheetah-v5: Gymnasium's semantics on `physics::step` with the half_cheetah.xml model.
 ///
@@ -33,83 +110,8 @@ namespace rlkernels {
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
 template <class Scalar = float, bool ExcludeCurrentPositions = true>
-struct half_cheetah {
-  using scalar_type = Scalar;                                  ///< state, observation, action, reward type
-  using dims = models::half_cheetah_dims;                      ///< the model's sizes (nq 9, nv 9, nu 6)
-  using model_type = physics::model<Scalar, dims>;             ///< the physics model type
-  static constexpr int nq = dims::nq;                          ///< position coordinates
-  static constexpr int nv = dims::nv;                          ///< degrees of freedom
-  static constexpr int nu = dims::nu;                          ///< actuators
+struct half_cheetah : mujoco_env<half_cheetah_task<ExcludeCurrentPositions>, Scalar> {
   static constexpr bool exclude_current_positions_from_observation = ExcludeCurrentPositions;  ///< see the class comment
-  static constexpr int observation_size = nq + nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
-  static constexpr action_kind action_space = action_kind::continuous;  ///< Box(-1, 1, (6,)), float32 in Gymnasium
-  static constexpr int action_size = nu;                       ///< back thigh, shin, foot, front thigh, shin, foot
-  static constexpr Scalar action_low = Scalar(-1);             ///< actuator_ctrlrange low (all actuators)
-  static constexpr Scalar action_high = Scalar(1);             ///< actuator_ctrlrange high
-  /// A step is tens of microseconds of physics: OpenMP steps batches of 2 or more envs in parallel.
-  static constexpr int parallel_from = 2;
-
-  /// qpos, qvel, qacc_warmstart and the count of failed steps (mujoco_state).
-  using State = mujoco_state<Scalar, dims>;
-
-  /// @brief Gymnasium's HalfCheetahEnv keyword arguments with their v5 defaults, plus the time
-  /// limit. Not applicable here: xml_file (the model is `model`, generated from half_cheetah.xml by
-  /// scripts/mjcf_to_header.py), default_camera_config, render_mode, width, height, camera_id,
-  /// camera_name, max_geom, visual_options (rendering). exclude_current_positions_from_observation
-  /// is the template parameter ExcludeCurrentPositions.
-  struct Params {
-    model_type model = models::half_cheetah<Scalar>();  ///< the physics model (xml_file = "half_cheetah.xml")
-    int frame_skip = 5;                              ///< physics steps per env step (values < 1 act as 1)
-    Scalar forward_reward_weight = Scalar(1);        ///< weight of x_velocity in the reward
-    Scalar ctrl_cost_weight = Scalar(0.1);           ///< weight of sum(action^2)
-    Scalar reset_noise_scale = Scalar(0.1);          ///< reset noise: U(-s, s) on qpos, s * N(0, 1) on qvel
-    int max_episode_steps = 1000;                    ///< time limit of HalfCheetah-v5 (truncation)
-  };
-
-  /// @brief Gymnasium's step info (the reward terms and position).
-  struct step_info {
-    Scalar x_position;      ///< qpos[0] after the step
-    Scalar x_velocity;      ///< (x after - x before) / dt
-    Scalar reward_forward;  ///< forward_reward_weight * x_velocity
-    Scalar reward_ctrl;     ///< -ctrl_cost_weight * sum(action^2)
-  };
-
-  /// qpos = qpos0 + U(-s, s), qvel = s * N(0, 1), qacc_warmstart = 0.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
-    detail::reset_state(p.model, s, p.reset_noise_scale, true, gen);
-  }
-
-  /// One env step, with Gymnasium's info terms in *info.
-  RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
-                                                            step_info& info) {
-    const Scalar x_before = s.qpos[0];
-    const int warning = detail::simulate(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);
-    const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
-    info.x_position = s.qpos[0];
-    info.reward_ctrl = -ctrl_cost;
-    if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_failed_step(s, warning);
-      info.x_velocity = info.reward_forward = Scalar(0);
-      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
-    }
-    info.x_velocity = (s.qpos[0] - x_before) / dt;
-    info.reward_forward = p.forward_reward_weight * info.x_velocity;
-    return {info.reward_forward - ctrl_cost, false};
-  }
-
-  /// One env step (see the class comment).
-  template <class Rng>
-  RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, const Scalar* action, Rng&) {
-    step_info info;
-    return step_with_info(p, s, action, info);
-  }
-
-  /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel.
-  RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
-    detail::observe_state<ExcludeCurrentPositions>(s, false, obs);
-  }
 };
 
 }  // namespace rlkernels

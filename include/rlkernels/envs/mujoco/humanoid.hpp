@@ -15,6 +15,7 @@
 #include "../env.hpp"
 #include "models/humanoid.hpp"
 #include "mujoco_env.hpp"
+#include "task_env.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -110,24 +111,11 @@ struct humanoid_common {
     keep(m, d, s, false);
   }
 
-  /// Gymnasium's reset for both: qpos = qpos0 + U(-s, s), qvel = U(-s, s), qacc_warmstart = 0,
-  /// then set_state.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const physics::model<Scalar, Dims>& m, state& s, Scalar scale, Rng& gen) {
-    reset_state(m, s, scale, false, gen);
-    set_state(m, s, s.qpos, s.qvel);
-  }
-
-  /// do_simulation and mj_rnePostConstraint; the warning bits of simulate() (the State is kept as
-  /// it was on a failure). On success the State holds what the last forward pass left.
-  RLK_HOST_DEVICE static int simulate_and_keep(const physics::model<Scalar, Dims>& m, state& s, const Scalar* action,
-                                               int frame_skip) {
-    physics::data<Scalar, Dims> d;  // simulate() sets what the engine reads
-    const int warning = simulate(m, s, action, frame_skip, d);
-    if (warning != physics::warning_none) return warning;
+  /// What Gymnasium reads after do_simulation: mj_rnePostConstraint on the step's last forward
+  /// pass `d`, then what the State keeps of it.
+  RLK_HOST_DEVICE static void keep_step(const physics::model<Scalar, Dims>& m, physics::data<Scalar, Dims>& d, state& s) {
     physics::rne_post_constraint(m, d);
     keep(m, d, s, true);
-    return warning;
   }
 
   /// np.sum(np.square(cfrc_ext)) over all 14 x 6 values, the world's zeros first.
@@ -162,6 +150,123 @@ struct humanoid_common {
 
 }  // namespace detail
 
+/// @brief Humanoid-v5's task for mujoco_env (humanoid is built as mujoco_env<humanoid_task<...>,
+/// Scalar>; see it for the semantics): Gymnasium's keyword arguments (`params`), state,
+/// observation, reward, termination, reset and step info. The flags are Gymnasium's
+/// exclude_current_positions_from_observation and include_*_in_observation.
+template <bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
+          bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
+struct humanoid_task {
+  /// The implementation shared with humanoid_standup_task (observation, set_state, what a step keeps).
+  template <class S>
+  using common = detail::humanoid_common<S, Dims, ExcludeCurrentPositions, IncludeCinert, IncludeCvel,
+                                         IncludeQfrcActuator, IncludeCfrcExt>;
+  using dims = Dims;  ///< the model's sizes (nq 24, nv 23, nu 17, 14 bodies)
+  /// The humanoid.xml model (xml_file) with Dims' capacities.
+  template <class S>
+  static physics::model<S, Dims> model() {
+    return physics::rebind<Dims>(models::humanoid<S>());
+  }
+  static constexpr int observation_size = common<float>::observation_size;  ///< 348 by default
+  static constexpr double action_low = -0.4;  ///< actuator_ctrlrange low (all actuators); Box(-0.4, 0.4, (17,)), float32 in Gymnasium
+  static constexpr double action_high = 0.4;  ///< actuator_ctrlrange high
+  static constexpr int frame_skip = 5;        ///< physics steps per env step
+  static constexpr int max_episode_steps = 1000;  ///< time limit of Humanoid-v5 (truncation)
+  /// A step is hundreds of microseconds of physics: OpenMP steps batches of 2 or more in parallel.
+  static constexpr int parallel_from = 2;
+
+  /// qpos, qvel, qacc_warmstart, the counters and what Gymnasium reads from mjData (humanoid_state).
+  template <class S>
+  using state = humanoid_state<S, Dims>;
+
+  /// @brief Gymnasium's HumanoidEnv keyword arguments with their v5 defaults (humanoid's Params adds
+  /// model = xml_file, frame_skip and the time limit). Not applicable: the rendering arguments; the
+  /// observation flags are template parameters.
+  template <class S>
+  struct params {
+    S forward_reward_weight = S(1.25);  ///< weight of the centre of mass' x velocity
+    S ctrl_cost_weight = S(0.1);        ///< weight of sum(ctrl^2)
+    S contact_cost_weight = S(5e-7);    ///< weight of sum(cfrc_ext^2)
+    S contact_cost_range[2] = {-std::numeric_limits<S>::infinity(), S(10)};  ///< clip of the contact cost
+    S healthy_reward = S(5);            ///< reward per step while healthy
+    bool terminate_when_unhealthy = true;  ///< terminate when not healthy
+    S healthy_z_range[2] = {S(1), S(2)};   ///< open bounds of the torso height qpos[2]
+    S reset_noise_scale = S(1e-2);      ///< reset noise: U(-s, s) on qpos and qvel
+  };
+
+  /// @brief Gymnasium's step info (tendon_length and tendon_velocity are in the State).
+  template <class S>
+  struct step_info {
+    S x_position;            ///< qpos[0] after the step
+    S y_position;            ///< qpos[1] after the step
+    S distance_from_origin;  ///< |qpos[0:2]|
+    S x_velocity;            ///< centre of mass x velocity over the step
+    S y_velocity;            ///< centre of mass y velocity over the step
+    S reward_survive;        ///< healthy_reward if healthy, else 0
+    S reward_forward;        ///< forward_reward_weight * x_velocity
+    S reward_ctrl;           ///< -ctrl_cost_weight * sum(ctrl^2)
+    S reward_contact;        ///< -clip(contact_cost_weight * sum(cfrc_ext^2), contact_cost_range)
+  };
+
+  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s).
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, Dims>& m, state<S>& s, Rng& gen) {
+    detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+  }
+
+  /// What mj_forward leaves at the state (see humanoid_common::set_state).
+  template <class S>
+  RLK_HOST_DEVICE static void forward(const params<S>&, const physics::model<S, Dims>& m, state<S>& s) {
+    common<S>::set_state(m, s, s.qpos, s.qvel);
+  }
+
+  /// Gymnasium's is_healthy: healthy_z_range[0] < qpos[2] < healthy_z_range[1].
+  template <class S>
+  RLK_HOST_DEVICE static bool is_healthy(const params<S>& p, const state<S>& s) {
+    return p.healthy_z_range[0] < s.qpos[2] && s.qpos[2] < p.healthy_z_range[1];
+  }
+
+  /// mj_rnePostConstraint and what the State keeps, then reward, termination and info (see humanoid).
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, Dims, state<S>>& t,
+                                             step_info<S>& info) {
+    state<S>& s = t.after;
+    common<S>::keep_step(t.model, t.data, s);
+    const S ctrl_cost = -failed_step(p, t, info);
+    S contact_cost = p.contact_cost_weight * common<S>::cfrc_ext_square_sum(s);
+    contact_cost = contact_cost < p.contact_cost_range[0] ? p.contact_cost_range[0]
+                                                          : (contact_cost > p.contact_cost_range[1] ? p.contact_cost_range[1] : contact_cost);
+    info.x_velocity = (s.mass_center_xy[0] - t.before.mass_center_xy[0]) / t.dt;
+    info.y_velocity = (s.mass_center_xy[1] - t.before.mass_center_xy[1]) / t.dt;
+    info.reward_forward = p.forward_reward_weight * info.x_velocity;
+    const bool healthy = is_healthy(p, s);
+    info.reward_survive = healthy ? p.healthy_reward : S(0);
+    info.reward_contact = -contact_cost;
+    const S reward = (info.reward_forward + info.reward_survive) - (ctrl_cost + contact_cost);
+    return {reward, !healthy && p.terminate_when_unhealthy};
+  }
+
+  /// A step the engine could not take: the positions of the state kept and the control cost, which
+  /// is the reward (negated).
+  template <class S>
+  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, Dims, state<S>>& t,
+                                       step_info<S>& info) {
+    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, Dims::nu);  // ctrl: the raw action
+    const state<S>& s = t.after;
+    info.x_position = s.qpos[0];
+    info.y_position = s.qpos[1];
+    info.distance_from_origin = std::sqrt(s.qpos[0] * s.qpos[0] + s.qpos[1] * s.qpos[1]);
+    info.reward_ctrl = -ctrl_cost;
+    return -ctrl_cost;
+  }
+
+  /// The observation (see humanoid).
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, Dims>&, const state<S>& s, S* obs) {
+    common<S>::observe(s, obs);
+  }
+};
+
 /// @brief Humanoid-v5: Gymnasium's semantics on `physics::step` with the humanoid.xml model (RK4,
 /// 0.003 s, PGS with 50 iterations, frame_skip 5: dt = 0.015 s).
 ///
@@ -191,114 +296,20 @@ struct humanoid_common {
 /// then).
 template <class Scalar = float, bool ExcludeCurrentPositions = true, bool IncludeCinert = true, bool IncludeCvel = true,
           bool IncludeQfrcActuator = true, bool IncludeCfrcExt = true, class Dims = models::humanoid_dims>
-struct humanoid {
-  /// The implementation shared with humanoid_standup (observation, reset, set_state, simulation).
-  using common = detail::humanoid_common<Scalar, Dims, ExcludeCurrentPositions, IncludeCinert, IncludeCvel,
-                                         IncludeQfrcActuator, IncludeCfrcExt>;
-  using scalar_type = Scalar;                       ///< state, observation, action, reward type
-  using dims = Dims;                                ///< the model's sizes (nq 24, nv 23, nu 17, 14 bodies)
-  using model_type = physics::model<Scalar, Dims>;  ///< the physics model type
-  static constexpr int nq = Dims::nq;               ///< position coordinates (7 of the free joint)
-  static constexpr int nv = Dims::nv;               ///< degrees of freedom
-  static constexpr int nu = Dims::nu;               ///< actuators
-  static constexpr int observation_size = common::observation_size;  ///< 348 by default
-  static constexpr action_kind action_space = action_kind::continuous;  ///< Box(-0.4, 0.4, (17,)), float32 in Gymnasium
-  static constexpr int action_size = nu;            ///< the 17 joint motors
-  static constexpr Scalar action_low = Scalar(-0.4);  ///< actuator_ctrlrange low (all actuators)
-  static constexpr Scalar action_high = Scalar(0.4);  ///< actuator_ctrlrange high
-  /// A step is hundreds of microseconds of physics: OpenMP steps batches of 2 or more in parallel.
-  static constexpr int parallel_from = 2;
-
-  /// qpos, qvel, qacc_warmstart, the counters and what Gymnasium reads from mjData (humanoid_state).
-  using State = humanoid_state<Scalar, Dims>;
-
-  /// @brief Gymnasium's HumanoidEnv keyword arguments with their v5 defaults, plus the time limit.
-  /// Not applicable: xml_file (the model is `model`), the rendering arguments; the observation
-  /// flags are template parameters.
-  struct Params {
-    model_type model = default_model();            ///< the physics model (xml_file = "humanoid.xml")
-    int frame_skip = 5;                            ///< physics steps per env step (values < 1 act as 1)
-    Scalar forward_reward_weight = Scalar(1.25);   ///< weight of the centre of mass' x velocity
-    Scalar ctrl_cost_weight = Scalar(0.1);         ///< weight of sum(ctrl^2)
-    Scalar contact_cost_weight = Scalar(5e-7);     ///< weight of sum(cfrc_ext^2)
-    Scalar contact_cost_range[2] = {-std::numeric_limits<Scalar>::infinity(), Scalar(10)};  ///< clip of the contact cost
-    Scalar healthy_reward = Scalar(5);             ///< reward per step while healthy
-    bool terminate_when_unhealthy = true;          ///< terminate when not healthy
-    Scalar healthy_z_range[2] = {Scalar(1), Scalar(2)};  ///< open bounds of the torso height qpos[2]
-    Scalar reset_noise_scale = Scalar(1e-2);       ///< reset noise: U(-s, s) on qpos and qvel
-    int max_episode_steps = 1000;                  ///< time limit of Humanoid-v5 (truncation)
-  };
-
-  /// @brief Gymnasium's step info (tendon_length and tendon_velocity are in the State).
-  struct step_info {
-    Scalar x_position;            ///< qpos[0] after the step
-    Scalar y_position;            ///< qpos[1] after the step
-    Scalar distance_from_origin;  ///< |qpos[0:2]|
-    Scalar x_velocity;            ///< centre of mass x velocity over the step
-    Scalar y_velocity;            ///< centre of mass y velocity over the step
-    Scalar reward_survive;        ///< healthy_reward if healthy, else 0
-    Scalar reward_forward;        ///< forward_reward_weight * x_velocity
-    Scalar reward_ctrl;           ///< -ctrl_cost_weight * sum(ctrl^2)
-    Scalar reward_contact;        ///< -clip(contact_cost_weight * sum(cfrc_ext^2), contact_cost_range)
-  };
-
-  /// Gymnasium's set_state(qpos, qvel) (see humanoid_common::set_state).
-  RLK_HOST_DEVICE static void set_state(const Params& p, State& s, const Scalar* qpos, const Scalar* qvel) {
-    common::set_state(p.model, s, qpos, qvel);
-  }
-
-  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s), qacc_warmstart = 0, then set_state.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
-    common::reset(p.model, s, p.reset_noise_scale, gen);
-  }
+struct humanoid : mujoco_env<humanoid_task<ExcludeCurrentPositions, IncludeCinert, IncludeCvel, IncludeQfrcActuator,
+                                           IncludeCfrcExt, Dims>,
+                             Scalar> {
+  /// the generic env it is
+  using base = mujoco_env<humanoid_task<ExcludeCurrentPositions, IncludeCinert, IncludeCvel, IncludeQfrcActuator,
+                                        IncludeCfrcExt, Dims>,
+                          Scalar>;
+  /// The implementation shared with humanoid_standup (observation, set_state, what a step keeps).
+  using common = typename base::task_type::template common<Scalar>;
 
   /// Gymnasium's is_healthy: healthy_z_range[0] < qpos[2] < healthy_z_range[1].
-  RLK_HOST_DEVICE static bool is_healthy(const Params& p, const State& s) {
-    return p.healthy_z_range[0] < s.qpos[2] && s.qpos[2] < p.healthy_z_range[1];
+  RLK_HOST_DEVICE static bool is_healthy(const typename base::Params& p, const typename base::State& s) {
+    return base::task_type::is_healthy(p, s);
   }
-
-  /// One env step, with Gymnasium's info terms in *info.
-  RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
-                                                            step_info& info) {
-    const Scalar x_before = s.mass_center_xy[0], y_before = s.mass_center_xy[1];
-    const int warning = common::simulate_and_keep(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);  // ctrl: the raw action
-    const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
-    info.x_position = s.qpos[0];
-    info.y_position = s.qpos[1];
-    info.distance_from_origin = std::sqrt(s.qpos[0] * s.qpos[0] + s.qpos[1] * s.qpos[1]);
-    info.reward_ctrl = -ctrl_cost;
-    if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_failed_step(s, warning);
-      info.x_velocity = info.y_velocity = info.reward_forward = info.reward_survive = info.reward_contact = Scalar(0);
-      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
-    }
-    Scalar contact_cost = p.contact_cost_weight * common::cfrc_ext_square_sum(s);
-    contact_cost = contact_cost < p.contact_cost_range[0] ? p.contact_cost_range[0]
-                                                          : (contact_cost > p.contact_cost_range[1] ? p.contact_cost_range[1] : contact_cost);
-    info.x_velocity = (s.mass_center_xy[0] - x_before) / dt;
-    info.y_velocity = (s.mass_center_xy[1] - y_before) / dt;
-    info.reward_forward = p.forward_reward_weight * info.x_velocity;
-    const bool healthy = is_healthy(p, s);
-    info.reward_survive = healthy ? p.healthy_reward : Scalar(0);
-    info.reward_contact = -contact_cost;
-    const Scalar reward = (info.reward_forward + info.reward_survive) - (ctrl_cost + contact_cost);
-    return {reward, !healthy && p.terminate_when_unhealthy};
-  }
-
-  /// One env step (see the class comment).
-  template <class Rng>
-  RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, const Scalar* action, Rng&) {
-    step_info info;
-    return step_with_info(p, s, action, info);
-  }
-
-  /// The observation (see the class comment).
-  RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) { common::observe(s, obs); }
-
- private:
-  static model_type default_model() { return physics::rebind<Dims>(models::humanoid<Scalar>()); }
 };
 
 }  // namespace rlkernels

@@ -12,10 +12,70 @@
 #include "../env.hpp"
 #include "models/inverted_pendulum.hpp"
 #include "mujoco_env.hpp"
+#include "task_env.hpp"
 
 #include <cmath>
 
 namespace rlkernels {
+
+/// @brief InvertedPendulum-v5's task for mujoco_env (inverted_pendulum is
+/// mujoco_env<inverted_pendulum_task, Scalar>; see it for the semantics).
+struct inverted_pendulum_task {
+  using dims = models::inverted_pendulum_dims;  ///< the model's sizes (nq 2, nv 2, nu 1)
+  /// The inverted_pendulum.xml model (xml_file).
+  template <class S>
+  static physics::model<S, dims> model() {
+    return models::inverted_pendulum<S>();
+  }
+  static constexpr int observation_size = 4;      ///< qpos, qvel
+  static constexpr double action_low = -3;        ///< actuator_ctrlrange low; Box(-3, 3, (1,)), float32 in Gymnasium
+  static constexpr double action_high = 3;        ///< actuator_ctrlrange high
+  static constexpr int frame_skip = 2;            ///< physics steps per env step
+  static constexpr int max_episode_steps = 1000;  ///< time limit of InvertedPendulum-v5 (truncation)
+  /// A step is microseconds of physics (2 RK4 steps of a 2-dof model): OpenMP steps batches of 16
+  /// or more envs in parallel.
+  static constexpr int parallel_from = 16;
+
+  /// @brief Gymnasium's InvertedPendulumEnv keyword arguments with their v5 defaults
+  /// (inverted_pendulum's Params adds model = xml_file, frame_skip and the time limit). Not
+  /// applicable: default_camera_config and the rendering arguments.
+  template <class S>
+  struct params {
+    S reset_noise_scale = S(0.01);  ///< reset noise: U(-s, s) on qpos and on qvel
+  };
+
+  /// @brief Gymnasium's step info.
+  template <class S>
+  struct step_info {
+    S reward_survive;  ///< the reward: 1 if not terminated, else 0
+  };
+
+  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s).
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+  }
+
+  /// Reward 1 while |qpos[1]| <= 0.2 and the state is finite, else terminated with 0.
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>&, const mujoco_task_step<S, dims>& t, step_info<S>& info) {
+    bool finite = true;
+    for (int i = 0; i < dims::nq; ++i) finite &= std::isfinite(t.after.qpos[i]);
+    for (int i = 0; i < dims::nv; ++i) finite &= std::isfinite(t.after.qvel[i]);
+    const S angle = t.after.qpos[1];
+    const bool terminated = !finite || angle > S(0.2) || -angle > S(0.2);  // |angle| > 0.2
+    info.reward_survive = terminated ? S(0) : S(1);
+    return {info.reward_survive, terminated};
+  }
+
+  /// qpos, then qvel.
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    detail::observe_state<false>(s, false, obs);
+  }
+};
 
 /// @brief InvertedPendulum-v5: Gymnasium's semantics on `physics::step` with the
 /// inverted_pendulum.xml model.
@@ -30,75 +90,6 @@ namespace rlkernels {
 /// qvel = U(-s, s), s = reset_noise_scale; qacc_warmstart = 0.
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 template <class Scalar = float>
-struct inverted_pendulum {
-  using scalar_type = Scalar;                                  ///< state, observation, action, reward type
-  using dims = models::inverted_pendulum_dims;                 ///< the model's sizes (nq 2, nv 2, nu 1)
-  using model_type = physics::model<Scalar, dims>;             ///< the physics model type
-  static constexpr int nq = dims::nq;                          ///< position coordinates
-  static constexpr int nv = dims::nv;                          ///< degrees of freedom
-  static constexpr int nu = dims::nu;                          ///< actuators
-  static constexpr int observation_size = nq + nv;             ///< 4
-  static constexpr action_kind action_space = action_kind::continuous;  ///< Box(-3, 3, (1,)), float32 in Gymnasium
-  static constexpr int action_size = nu;                       ///< the force on the cart
-  static constexpr Scalar action_low = Scalar(-3);             ///< actuator_ctrlrange low
-  static constexpr Scalar action_high = Scalar(3);             ///< actuator_ctrlrange high
-  /// A step is microseconds of physics (2 RK4 steps of a 2-dof model): OpenMP steps batches of 16
-  /// or more envs in parallel.
-  static constexpr int parallel_from = 16;
-
-  /// qpos, qvel, qacc_warmstart and the count of failed steps (mujoco_state).
-  using State = mujoco_state<Scalar, dims>;
-
-  /// @brief Gymnasium's InvertedPendulumEnv keyword arguments with their v5 defaults, plus the time
-  /// limit. Not applicable: xml_file (the model is `model`), default_camera_config and the
-  /// rendering arguments.
-  struct Params {
-    model_type model = models::inverted_pendulum<Scalar>();  ///< the physics model (xml_file = "inverted_pendulum.xml")
-    int frame_skip = 2;                              ///< physics steps per env step (values < 1 act as 1)
-    Scalar reset_noise_scale = Scalar(0.01);         ///< reset noise: U(-s, s) on qpos and on qvel
-    int max_episode_steps = 1000;                    ///< time limit of InvertedPendulum-v5 (truncation)
-  };
-
-  /// @brief Gymnasium's step info.
-  struct step_info {
-    Scalar reward_survive;  ///< the reward: 1 if not terminated, else 0
-  };
-
-  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s), qacc_warmstart = 0.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
-    detail::reset_state(p.model, s, p.reset_noise_scale, false, gen);
-  }
-
-  /// One env step, with Gymnasium's info in *info.
-  RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
-                                                            step_info& info) {
-    const int warning = detail::simulate(p.model, s, action, p.frame_skip);
-    if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_failed_step(s, warning);
-      info.reward_survive = Scalar(0);
-      return {Scalar(0), false, true};  // truncated: the engine failed, the MDP did not end
-    }
-    bool finite = true;
-    for (int i = 0; i < nq; ++i) finite &= std::isfinite(s.qpos[i]);
-    for (int i = 0; i < nv; ++i) finite &= std::isfinite(s.qvel[i]);
-    const Scalar angle = s.qpos[1];
-    const bool terminated = !finite || angle > Scalar(0.2) || -angle > Scalar(0.2);  // |angle| > 0.2
-    info.reward_survive = terminated ? Scalar(0) : Scalar(1);
-    return {info.reward_survive, terminated};
-  }
-
-  /// One env step (see the class comment).
-  template <class Rng>
-  RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, const Scalar* action, Rng&) {
-    step_info info;
-    return step_with_info(p, s, action, info);
-  }
-
-  /// qpos, then qvel.
-  RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
-    detail::observe_state<false>(s, false, obs);
-  }
-};
+struct inverted_pendulum : mujoco_env<inverted_pendulum_task, Scalar> {};
 
 }  // namespace rlkernels

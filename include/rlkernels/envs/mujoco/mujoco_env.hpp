@@ -1,8 +1,8 @@
 // rlkernels/envs/mujoco/mujoco_env.hpp
-// What the MuJoCo locomotion envs (hopper.hpp, walker2d.hpp, half_cheetah.hpp) share, after
-// Gymnasium's MujocoEnv: the State (qpos, qvel, the solver's warm start and a count of steps the
-// engine could not compute), do_simulation over frame_skip physics steps, reset noise, and
-// unstable_steps(envs), which reads that count off a vec_env.
+// The pieces every MuJoCo env is made of, after Gymnasium's MujocoEnv (task_env.hpp's mujoco_env
+// assembles them): the State (qpos, qvel, the solver's warm start and a count of steps the engine
+// could not compute), do_simulation over frame_skip physics steps, reset noise, Gymnasium's sums,
+// and unstable_steps(envs), which reads that count off a vec_env.
 #pragma once
 
 #include "../../core/config.hpp"

@@ -13,8 +13,90 @@
 #include "../env.hpp"
 #include "models/swimmer.hpp"
 #include "mujoco_env.hpp"
+#include "task_env.hpp"
 
 namespace rlkernels {
+
+/// @brief Swimmer-v5's task for mujoco_env (swimmer is built as mujoco_env<swimmer_task<...>,
+/// Scalar>; see it for the semantics): Gymnasium's keyword arguments (`params`), observation,
+/// reward, reset and step info.
+/// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
+template <bool ExcludeCurrentPositions = true>
+struct swimmer_task {
+  using dims = models::swimmer_dims;  ///< the model's sizes (nq 5, nv 5, nu 2)
+  /// The swimmer.xml model (xml_file).
+  template <class S>
+  static physics::model<S, dims> model() {
+    return models::swimmer<S>();
+  }
+  static constexpr int observation_size = dims::nq + dims::nv - (ExcludeCurrentPositions ? 2 : 0);  ///< 8 (or 10)
+  static constexpr double action_low = -1;   ///< actuator_ctrlrange low; Box(-1, 1, (2,)), float32 in Gymnasium
+  static constexpr double action_high = 1;   ///< actuator_ctrlrange high
+  static constexpr int frame_skip = 4;       ///< physics steps per env step
+  static constexpr int max_episode_steps = 1000;  ///< time limit of Swimmer-v5 (truncation)
+  /// A step is a few microseconds of physics (4 RK4 steps of a 5-dof model): OpenMP steps batches
+  /// of 8 or more envs in parallel.
+  static constexpr int parallel_from = 8;
+
+  /// @brief Gymnasium's SwimmerEnv keyword arguments with their v5 defaults (swimmer's Params adds
+  /// model = xml_file, frame_skip and the time limit). Not applicable: default_camera_config and
+  /// the rendering arguments; exclude_current_positions_from_observation is the template parameter.
+  template <class S>
+  struct params {
+    S forward_reward_weight = S(1);  ///< weight of x_velocity in the reward
+    S ctrl_cost_weight = S(1e-4);    ///< weight of sum(action^2)
+    S reset_noise_scale = S(0.1);    ///< reset noise: U(-s, s) on qpos and on qvel
+  };
+
+  /// @brief Gymnasium's step info (the reward terms and positions).
+  template <class S>
+  struct step_info {
+    S x_position;      ///< qpos[0] after the step
+    S y_position;      ///< qpos[1] after the step
+    S x_velocity;      ///< (x after - x before) / dt
+    S y_velocity;      ///< (y after - y before) / dt
+    S reward_forward;  ///< forward_reward_weight * x_velocity
+    S reward_ctrl;     ///< -ctrl_cost_weight * sum(action^2)
+  };
+
+  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s).
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+  }
+
+  /// Reward and info of a step (see swimmer); never terminated.
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t,
+                                             step_info<S>& info) {
+    const S ctrl_cost = -failed_step(p, t, info);
+    info.x_velocity = (t.after.qpos[0] - t.before.qpos[0]) / t.dt;
+    info.y_velocity = (t.after.qpos[1] - t.before.qpos[1]) / t.dt;
+    info.reward_forward = p.forward_reward_weight * info.x_velocity;
+    return {info.reward_forward - ctrl_cost, false};
+  }
+
+  /// A step the engine could not take: the positions of the state kept and the control cost, which
+  /// is the reward (negated).
+  template <class S>
+  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, dims>& t, step_info<S>& info) {
+    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, dims::nu);
+    info.x_position = t.after.qpos[0];
+    info.y_position = t.after.qpos[1];
+    info.reward_ctrl = -ctrl_cost;
+    return -ctrl_cost;
+  }
+
+  /// qpos[2:] (all of qpos with ExcludeCurrentPositions = false), then qvel.
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    int k = 0;
+    for (int i = ExcludeCurrentPositions ? 2 : 0; i < dims::nq; ++i) obs[k++] = s.qpos[i];
+    for (int i = 0; i < dims::nv; ++i) obs[k++] = s.qvel[i];
+  }
+};
 
 /// @brief Swimmer-v5: Gymnasium's semantics on `physics::step` with the swimmer.xml model.
 ///
@@ -31,88 +113,8 @@ namespace rlkernels {
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
 template <class Scalar = float, bool ExcludeCurrentPositions = true>
-struct swimmer {
-  using scalar_type = Scalar;                                  ///< state, observation, action, reward type
-  using dims = models::swimmer_dims;                           ///< the model's sizes (nq 5, nv 5, nu 2)
-  using model_type = physics::model<Scalar, dims>;             ///< the physics model type
-  static constexpr int nq = dims::nq;                          ///< position coordinates
-  static constexpr int nv = dims::nv;                          ///< degrees of freedom
-  static constexpr int nu = dims::nu;                          ///< actuators
+struct swimmer : mujoco_env<swimmer_task<ExcludeCurrentPositions>, Scalar> {
   static constexpr bool exclude_current_positions_from_observation = ExcludeCurrentPositions;  ///< see the class comment
-  static constexpr int observation_size = nq + nv - (ExcludeCurrentPositions ? 2 : 0);  ///< 8 (or 10)
-  static constexpr action_kind action_space = action_kind::continuous;  ///< Box(-1, 1, (2,)), float32 in Gymnasium
-  static constexpr int action_size = nu;                       ///< the two hinges' torques
-  static constexpr Scalar action_low = Scalar(-1);             ///< actuator_ctrlrange low
-  static constexpr Scalar action_high = Scalar(1);             ///< actuator_ctrlrange high
-  /// A step is a few microseconds of physics (4 RK4 steps of a 5-dof model): OpenMP steps batches
-  /// of 8 or more envs in parallel.
-  static constexpr int parallel_from = 8;
-
-  /// qpos, qvel, qacc_warmstart and the count of failed steps (mujoco_state).
-  using State = mujoco_state<Scalar, dims>;
-
-  /// @brief Gymnasium's SwimmerEnv keyword arguments with their v5 defaults, plus the time limit.
-  /// Not applicable: xml_file (the model is `model`), default_camera_config and the rendering
-  /// arguments; exclude_current_positions_from_observation is the template parameter.
-  struct Params {
-    model_type model = models::swimmer<Scalar>();    ///< the physics model (xml_file = "swimmer.xml")
-    int frame_skip = 4;                              ///< physics steps per env step (values < 1 act as 1)
-    Scalar forward_reward_weight = Scalar(1);        ///< weight of x_velocity in the reward
-    Scalar ctrl_cost_weight = Scalar(1e-4);          ///< weight of sum(action^2)
-    Scalar reset_noise_scale = Scalar(0.1);          ///< reset noise: U(-s, s) on qpos and on qvel
-    int max_episode_steps = 1000;                    ///< time limit of Swimmer-v5 (truncation)
-  };
-
-  /// @brief Gymnasium's step info (the reward terms and positions).
-  struct step_info {
-    Scalar x_position;      ///< qpos[0] after the step
-    Scalar y_position;      ///< qpos[1] after the step
-    Scalar x_velocity;      ///< (x after - x before) / dt
-    Scalar y_velocity;      ///< (y after - y before) / dt
-    Scalar reward_forward;  ///< forward_reward_weight * x_velocity
-    Scalar reward_ctrl;     ///< -ctrl_cost_weight * sum(action^2)
-  };
-
-  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s), qacc_warmstart = 0.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
-    detail::reset_state(p.model, s, p.reset_noise_scale, false, gen);
-  }
-
-  /// One env step, with Gymnasium's info terms in *info.
-  RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
-                                                            step_info& info) {
-    const Scalar x_before = s.qpos[0], y_before = s.qpos[1];
-    const int warning = detail::simulate(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);
-    const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
-    info.x_position = s.qpos[0];
-    info.y_position = s.qpos[1];
-    info.reward_ctrl = -ctrl_cost;
-    if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_failed_step(s, warning);
-      info.x_velocity = info.y_velocity = info.reward_forward = Scalar(0);
-      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
-    }
-    info.x_velocity = (s.qpos[0] - x_before) / dt;
-    info.y_velocity = (s.qpos[1] - y_before) / dt;
-    info.reward_forward = p.forward_reward_weight * info.x_velocity;
-    return {info.reward_forward - ctrl_cost, false};
-  }
-
-  /// One env step (see the class comment).
-  template <class Rng>
-  RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, const Scalar* action, Rng&) {
-    step_info info;
-    return step_with_info(p, s, action, info);
-  }
-
-  /// qpos[2:] (all of qpos with ExcludeCurrentPositions = false), then qvel.
-  RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
-    int k = 0;
-    for (int i = ExcludeCurrentPositions ? 2 : 0; i < nq; ++i) obs[k++] = s.qpos[i];
-    for (int i = 0; i < nv; ++i) obs[k++] = s.qvel[i];
-  }
 };
 
 }  // namespace rlkernels

@@ -11,8 +11,110 @@
 #include "../env.hpp"
 #include "models/walker2d.hpp"
 #include "mujoco_env.hpp"
+#include "task_env.hpp"
 
 namespace rlkernels {
+
+/// @brief Walker2d-v5's task for mujoco_env (walker2d is built as mujoco_env<walker2d_task<...>,
+/// Scalar>; see it for the semantics): Gymnasium's keyword arguments (`params`), observation,
+/// reward, termination, reset and step info.
+/// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
+template <bool ExcludeCurrentPositions = true>
+struct walker2d_task {
+  using dims = models::walker2d_dims;  ///< the model's sizes (nq 9, nv 9, nu 6)
+  /// The walker2d_v5.xml model (xml_file).
+  template <class S>
+  static physics::model<S, dims> model() {
+    return models::walker2d<S>();
+  }
+  static constexpr int observation_size = dims::nq + dims::nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
+  static constexpr double action_low = -1;   ///< actuator_ctrlrange low (all actuators); Box(-1, 1, (6,)), float32 in Gymnasium
+  static constexpr double action_high = 1;   ///< actuator_ctrlrange high
+  static constexpr int frame_skip = 4;       ///< physics steps per env step
+  static constexpr int max_episode_steps = 1000;  ///< time limit of Walker2d-v5 (truncation)
+  /// A step is tens of microseconds of physics: OpenMP steps batches of 2 or more envs in parallel.
+  static constexpr int parallel_from = 2;
+
+  /// @brief Gymnasium's Walker2dEnv keyword arguments with their v5 defaults (walker2d's Params adds
+  /// model = xml_file, frame_skip and the time limit). Not applicable here: default_camera_config,
+  /// render_mode, width, height, camera_id, camera_name, max_geom, visual_options (rendering).
+  /// exclude_current_positions_from_observation is the template parameter ExcludeCurrentPositions.
+  template <class S>
+  struct params {
+    S forward_reward_weight = S(1);        ///< weight of x_velocity in the reward
+    S ctrl_cost_weight = S(1e-3);          ///< weight of sum(action^2)
+    S healthy_reward = S(1);               ///< reward per step while healthy
+    bool terminate_when_unhealthy = true;  ///< terminate when not healthy
+    S healthy_z_range[2] = {S(0.8), S(2.0)};      ///< bounds of the torso height qpos[1]
+    S healthy_angle_range[2] = {S(-1.0), S(1.0)};  ///< bounds of the torso angle qpos[2]
+    S reset_noise_scale = S(5e-3);         ///< half-width of the uniform reset noise
+  };
+
+  /// @brief Gymnasium's step info (the reward terms and positions).
+  template <class S>
+  struct step_info {
+    S x_position;              ///< qpos[0] after the step
+    S z_distance_from_origin;  ///< qpos[1] - qpos0[1]
+    S x_velocity;              ///< (x after - x before) / dt
+    S reward_forward;          ///< forward_reward_weight * x_velocity
+    S reward_ctrl;             ///< -ctrl_cost_weight * sum(action^2)
+    S reward_survive;          ///< healthy_reward if healthy, else 0
+  };
+
+  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s).
+  template <class S, class Rng>
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+                                    Rng& gen) {
+    detail::reset_state(m, s, p.reset_noise_scale, false, gen);
+  }
+
+  /// Gymnasium's is_healthy on a state.
+  template <class S>
+  RLK_HOST_DEVICE static bool is_healthy(const params<S>& p, const mujoco_state<S, dims>& s) {
+    const S z = s.qpos[1], angle = s.qpos[2];
+    const bool healthy_z = p.healthy_z_range[0] < z && z < p.healthy_z_range[1];
+    const bool healthy_angle = p.healthy_angle_range[0] < angle && angle < p.healthy_angle_range[1];
+    return healthy_z && healthy_angle;
+  }
+
+  /// Reward, termination and info of a step (see walker2d).
+  template <class S>
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t,
+                                             step_info<S>& info) {
+    const S ctrl_cost = positions_and_ctrl_cost(p, t, info);
+    info.x_velocity = (t.after.qpos[0] - t.before.qpos[0]) / t.dt;
+    info.reward_forward = p.forward_reward_weight * info.x_velocity;
+    const bool healthy = is_healthy(p, t.after);
+    info.reward_survive = healthy ? p.healthy_reward : S(0);
+    const S reward = (info.reward_forward + info.reward_survive) - ctrl_cost;
+    return {reward, !healthy && p.terminate_when_unhealthy};
+  }
+
+  /// A step the engine could not take: the positions of the state kept, the control cost; reward
+  /// -ctrl_cost.
+  template <class S>
+  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, dims>& t, step_info<S>& info) {
+    return -positions_and_ctrl_cost(p, t, info);
+  }
+
+  /// info's positions (of t.after) and reward_ctrl; returns ctrl_cost_weight * sum(action^2).
+  template <class S>
+  RLK_HOST_DEVICE static S positions_and_ctrl_cost(const params<S>& p, const mujoco_task_step<S, dims>& t,
+                                                   step_info<S>& info) {
+    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, dims::nu);
+    info.x_position = t.after.qpos[0];
+    info.z_distance_from_origin = t.after.qpos[1] - t.model.qpos0[1];
+    info.reward_ctrl = -ctrl_cost;
+    return ctrl_cost;
+  }
+
+  /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel clipped to [-10, 10].
+  template <class S>
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+                                      S* obs) {
+    detail::observe_state<ExcludeCurrentPositions>(s, true, obs);
+  }
+};
 
 /// @brief Walker2d-v5: Gymnasium's semantics on `physics::step` with the walker2d_v5.xml model.
 ///
@@ -35,100 +137,13 @@ namespace rlkernels {
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
 template <class Scalar = float, bool ExcludeCurrentPositions = true>
-struct walker2d {
-  using scalar_type = Scalar;                                  ///< state, observation, action, reward type
-  using dims = models::walker2d_dims;                          ///< the model's sizes (nq 9, nv 9, nu 6)
-  using model_type = physics::model<Scalar, dims>;             ///< the physics model type
-  static constexpr int nq = dims::nq;                          ///< position coordinates
-  static constexpr int nv = dims::nv;                          ///< degrees of freedom
-  static constexpr int nu = dims::nu;                          ///< actuators
+struct walker2d : mujoco_env<walker2d_task<ExcludeCurrentPositions>, Scalar> {
+  using base = mujoco_env<walker2d_task<ExcludeCurrentPositions>, Scalar>;  ///< the generic env it is
   static constexpr bool exclude_current_positions_from_observation = ExcludeCurrentPositions;  ///< see the class comment
-  static constexpr int observation_size = nq + nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
-  static constexpr action_kind action_space = action_kind::continuous;  ///< Box(-1, 1, (6,)), float32 in Gymnasium
-  static constexpr int action_size = nu;                       ///< thigh, leg, foot torques, right then left
-  static constexpr Scalar action_low = Scalar(-1);             ///< actuator_ctrlrange low (all actuators)
-  static constexpr Scalar action_high = Scalar(1);             ///< actuator_ctrlrange high
-  /// A step is tens of microseconds of physics: OpenMP steps batches of 2 or more envs in parallel.
-  static constexpr int parallel_from = 2;
-
-  /// qpos, qvel, qacc_warmstart and the count of failed steps (mujoco_state).
-  using State = mujoco_state<Scalar, dims>;
-
-  /// @brief Gymnasium's Walker2dEnv keyword arguments with their v5 defaults, plus the time limit.
-  /// Not applicable here: xml_file (the model is `model`, generated from walker2d_v5.xml by
-  /// scripts/mjcf_to_header.py; generate another for another robot), default_camera_config,
-  /// render_mode, width, height, camera_id, camera_name, max_geom, visual_options (rendering).
-  /// exclude_current_positions_from_observation is the template parameter ExcludeCurrentPositions.
-  struct Params {
-    model_type model = models::walker2d<Scalar>();  ///< the physics model (xml_file = "walker2d_v5.xml")
-    int frame_skip = 4;                              ///< physics steps per env step (values < 1 act as 1)
-    Scalar forward_reward_weight = Scalar(1);        ///< weight of x_velocity in the reward
-    Scalar ctrl_cost_weight = Scalar(1e-3);          ///< weight of sum(action^2)
-    Scalar healthy_reward = Scalar(1);               ///< reward per step while healthy
-    bool terminate_when_unhealthy = true;            ///< terminate when not healthy
-    Scalar healthy_z_range[2] = {Scalar(0.8), Scalar(2.0)};     ///< bounds of the torso height qpos[1]
-    Scalar healthy_angle_range[2] = {Scalar(-1.0), Scalar(1.0)};  ///< bounds of the torso angle qpos[2]
-    Scalar reset_noise_scale = Scalar(5e-3);         ///< half-width of the uniform reset noise
-    int max_episode_steps = 1000;                    ///< time limit of Walker2d-v5 (truncation)
-  };
-
-  /// @brief Gymnasium's step info (the reward terms and positions).
-  struct step_info {
-    Scalar x_position;              ///< qpos[0] after the step
-    Scalar z_distance_from_origin;  ///< qpos[1] - qpos0[1]
-    Scalar x_velocity;              ///< (x after - x before) / dt
-    Scalar reward_forward;          ///< forward_reward_weight * x_velocity
-    Scalar reward_ctrl;             ///< -ctrl_cost_weight * sum(action^2)
-    Scalar reward_survive;          ///< healthy_reward if healthy, else 0
-  };
-
-  /// qpos = qpos0 + U(-s, s), qvel = U(-s, s), qacc_warmstart = 0.
-  template <class Rng>
-  RLK_HOST_DEVICE static void reset(const Params& p, State& s, Rng& gen) {
-    detail::reset_state(p.model, s, p.reset_noise_scale, false, gen);
-  }
 
   /// Gymnasium's is_healthy on a state.
-  RLK_HOST_DEVICE static bool is_healthy(const Params& p, const State& s) {
-    const Scalar z = s.qpos[1], angle = s.qpos[2];
-    const bool healthy_z = p.healthy_z_range[0] < z && z < p.healthy_z_range[1];
-    const bool healthy_angle = p.healthy_angle_range[0] < angle && angle < p.healthy_angle_range[1];
-    return healthy_z && healthy_angle;
-  }
-
-  /// One env step, with Gymnasium's info terms in *info.
-  RLK_HOST_DEVICE static step_result<Scalar> step_with_info(const Params& p, State& s, const Scalar* action,
-                                                            step_info& info) {
-    const Scalar x_before = s.qpos[0];
-    const int warning = detail::simulate(p.model, s, action, p.frame_skip);
-    const Scalar ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(action, nu);
-    const Scalar dt = p.model.timestep * Scalar(p.frame_skip > 0 ? p.frame_skip : 1);
-    info.x_position = s.qpos[0];
-    info.z_distance_from_origin = s.qpos[1] - p.model.qpos0[1];
-    info.reward_ctrl = -ctrl_cost;
-    if (warning != physics::warning_none) {  // the state is the one before the step
-      detail::count_failed_step(s, warning);
-      info.x_velocity = info.reward_forward = info.reward_survive = Scalar(0);
-      return {-ctrl_cost, false, true};  // truncated: the engine failed, the MDP did not end
-    }
-    info.x_velocity = (s.qpos[0] - x_before) / dt;
-    info.reward_forward = p.forward_reward_weight * info.x_velocity;
-    const bool healthy = is_healthy(p, s);
-    info.reward_survive = healthy ? p.healthy_reward : Scalar(0);
-    const Scalar reward = (info.reward_forward + info.reward_survive) - ctrl_cost;
-    return {reward, !healthy && p.terminate_when_unhealthy};
-  }
-
-  /// One env step (see the class comment).
-  template <class Rng>
-  RLK_HOST_DEVICE static step_result<Scalar> step(const Params& p, State& s, const Scalar* action, Rng&) {
-    step_info info;
-    return step_with_info(p, s, action, info);
-  }
-
-  /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel clipped to [-10, 10].
-  RLK_HOST_DEVICE static void observe(const Params&, const State& s, Scalar* obs) {
-    detail::observe_state<ExcludeCurrentPositions>(s, true, obs);
+  RLK_HOST_DEVICE static bool is_healthy(const typename base::Params& p, const typename base::State& s) {
+    return base::task_type::is_healthy(p, s);
   }
 };
 
