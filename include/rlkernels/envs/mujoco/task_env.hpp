@@ -124,8 +124,9 @@ struct task_has_failed_step<Task, Params, Step, no_step_info,
 ///   mujoco_state's fields, with their names and in their order, then the task's own; the task's
 ///   functions then take it where they take mujoco_state above, and
 ///   `mujoco_task_step<S, dims, state<S>>`.
-/// - `forward(const params<S>&, const physics::model<S, dims>&, state<S>&)`: what Gymnasium's mj_forward after set_state leaves that the task keeps, computed
-///   from the state's qpos and qvel; called after every reset and by set_state.
+/// - `forward(const params<S>&, const physics::model<S, dims>&, state<S>&)`: what Gymnasium's
+///   mj_forward after set_state leaves that the task keeps, computed from the state's qpos and
+///   qvel; called after every reset and by set_state.
 /// - `template <class S> struct step_info`: Gymnasium's info terms of a step. The task's `step`
 ///   then takes a third argument `step_info<S>&` to fill, and the env has `step_info` and
 ///   `step_with_info(p, s, action, info)`.
