@@ -324,8 +324,8 @@ class RlkVectorEnv(VectorEnv):
         (its capacities, docs/physics.md), summed over the batch: each ended its episode as
         truncated (not terminated), its final observation the state before the step; no contact was
         dropped. Non-zero: these settings need larger capacities (with
-        ``terminate_when_unhealthy=False``, Hopper-v5 and Humanoid-v5 can need more than their
-        defaults, which are sized for the default termination): ``make_vec(..., capacity="full")``.
+        ``terminate_when_unhealthy=False``, Hopper-v5, Walker2d-v5 and Humanoid-v5 can need more than
+        their defaults, which are sized for the default termination): ``make_vec(..., capacity="full")``.
         0 for envs without a physics engine."""
         return int(self._env.capacity_overflows())
 
@@ -430,11 +430,12 @@ def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str =
             env's last observation, a view unless ``copy``; index it with ``infos["_final_obs"]``). The
             object array costs about a microsecond per ended env; ``"array"`` costs nothing.
         capacity: the MuJoCo envs' contacts and constraint rows per env (see :func:`capacities`):
-            ``"default"`` (Hopper, Ant and the Humanoids: measured peaks with a margin, sized for Gymnasium's
-            default termination) or ``"full"`` (every contact the model's pairs can make and every row: no
-            step can overflow; more memory; host backends only). A step that needs more than the capacity
-            is truncated and counted (:meth:`RlkVectorEnv.capacity_overflows`). The other envs have one
-            capacity, already full. The bits are the same with either wherever ``"default"`` did not overflow.
+            ``"default"`` (Hopper, Walker2d, HalfCheetah, Ant and the Humanoids: measured peaks with a margin,
+            sized for Gymnasium's default termination) or ``"full"`` (every contact the model's pairs can
+            make and every row: no step can overflow; more memory; host backends only). A step that needs
+            more than the capacity is truncated and counted (:meth:`RlkVectorEnv.capacity_overflows`). The
+            other envs have one capacity, already full. The bits are the same with either wherever
+            ``"default"`` did not overflow.
         **env_kwargs: the env's parameters (see :func:`default_params`), e.g. ``ctrl_cost_weight=0.01``.
     """
     return RlkVectorEnv(env_id, num_envs, seed, backend, dtype, copy=copy, num_threads=num_threads,

@@ -448,17 +448,20 @@ def test_one_env_reports_a_failed_step():
 def test_capacities_of_each_choice_are_reported():
     assert rlkernels.capacities("Hopper-v5") == {"default": (6, 20), "full": (14, 44)}
     assert rlkernels.capacities("Humanoid-v5") == {"default": (16, 36), "full": (190, 311)}
-    assert rlkernels.capacities("Walker2d-v5") == {"default": (14, 68), "full": (14, 68)}  # full already
+    assert rlkernels.capacities("Walker2d-v5") == {"default": (10, 36), "full": (14, 68)}
+    assert rlkernels.capacities("HalfCheetah-v5") == {"default": (14, 47), "full": (16, 76)}
+    assert rlkernels.capacities("Pusher-v5") == {"default": (25, 47), "full": (25, 47)}  # full already
     assert rlkernels.capacities("CartPole-v1") is None
-    for env_id in ("Hopper-v5", "Ant-v5", "Walker2d-v5", "Pusher-v5"):
+    for env_id in ("Hopper-v5", "Ant-v5", "Walker2d-v5", "HalfCheetah-v5", "Pusher-v5"):
         for capacity in ("default", "full"):
             envs = rlkernels.make_vec(env_id, 2, seed=0, backend="serial", capacity=capacity)
             assert envs.capacities == rlkernels.capacities(env_id)[capacity]
     assert rlkernels.make_vec("CartPole-v1", 2, seed=0).capacities is None
 
 
-def test_full_capacity_steps_the_same_bits_where_the_default_holds():
-    envs = {c: rlkernels.make_vec("Hopper-v5", 8, seed=3, backend="openmp", dtype="float64", capacity=c)
+@pytest.mark.parametrize("env_id", ["Hopper-v5", "Walker2d-v5", "HalfCheetah-v5"])
+def test_full_capacity_steps_the_same_bits_where_the_default_holds(env_id):
+    envs = {c: rlkernels.make_vec(env_id, 8, seed=3, backend="openmp", dtype="float64", capacity=c)
             for c in ("default", "full")}
     assert envs["full"]._env.state_bytes == envs["default"]._env.state_bytes  # the workspace is not in the State
     assert envs["full"]._env.params == envs["default"]._env.params
@@ -466,7 +469,7 @@ def test_full_capacity_steps_the_same_bits_where_the_default_holds():
     np.testing.assert_array_equal(obs["default"], obs["full"])
     rng = np.random.default_rng(0)
     for _ in range(400):
-        a = rng.uniform(-1, 1, size=(8, 3))
+        a = rng.uniform(-1, 1, size=(8,) + envs["default"].single_action_space.shape)
         out = {c: [x.copy() if isinstance(x, np.ndarray) else x for x in e.step(a)[:4]] for c, e in envs.items()}
         for k in range(4):
             np.testing.assert_array_equal(out["default"][k], out["full"][k])

@@ -1560,13 +1560,20 @@ TEST_CASE("under a trained policy, episode lengths and returns are distributed a
 TEST_CASE("full_capacity_t has room for every contact the pairs can make and every row", "[mujoco][envs][capacity]") {
   // The figures the generator writes as ncon_full / nefc_full (docs/physics.md's table).
   static_assert(full_capacity_t<hopper<double>>::dims::ncon == 14 && full_capacity_t<hopper<double>>::dims::nefc == 44);
+  static_assert(full_capacity_t<walker2d<float>>::dims::ncon == 14 && full_capacity_t<walker2d<float>>::dims::nefc == 68);
+  static_assert(full_capacity_t<half_cheetah<double, false>>::dims::ncon == 16 &&
+                full_capacity_t<half_cheetah<double, false>>::dims::nefc == 76);
   static_assert(full_capacity_t<ant<float>>::dims::ncon == 25 && full_capacity_t<ant<float>>::dims::nefc == 116);
   static_assert(full_capacity_t<humanoid<float>>::dims::ncon == 190 && full_capacity_t<humanoid<float>>::dims::nefc == 311);
   static_assert(full_capacity_t<humanoid_standup<double>>::dims::ncon == 190 &&
                 full_capacity_t<humanoid_standup<double>>::dims::nefc == 311);
-  static_assert(std::is_same_v<full_capacity_t<walker2d<float>>, walker2d<float>>);  // full already
-  static_assert(std::is_same_v<full_capacity_t<pusher<double>>, pusher<double>>);
+  // The measured defaults (docs/physics.md): below the full capacities.
+  static_assert(walker2d<float>::dims::ncon == 10 && walker2d<float>::dims::nefc == 36);
+  static_assert(half_cheetah<double>::dims::ncon == 14 && half_cheetah<double>::dims::nefc == 47);
+  static_assert(std::is_same_v<full_capacity_t<pusher<double>>, pusher<double>>);  // full already
   static_assert(check_env<full_capacity_t<humanoid<double>>>());
+  static_assert(check_env<full_capacity_t<walker2d<float>>>() && check_env<full_capacity_t<half_cheetah<double>>>());
+  static_assert(full_capacity_t<walker2d<float, false>>::observation_size == 18);
   // Smaller capacities of the user's grow to the full ones; larger ones stay.
   using small = physics::dims_with_capacity<models::hopper_dims, 2, 8>;
   using big = physics::dims_with_capacity<models::hopper_dims, 20, 50>;
@@ -1576,6 +1583,14 @@ TEST_CASE("full_capacity_t has room for every contact the pairs can make and eve
   full_capacity_t<hopper<double>>::Params p;
   set_param<full_capacity_t<hopper<double>>>(p, "ctrl_cost_weight", "0.5");
   CHECK(p.ctrl_cost_weight == 0.5);
+  full_capacity_t<walker2d<float>>::Params pw;
+  set_param<full_capacity_t<walker2d<float>>>(pw, "terminate_when_unhealthy", "false");
+  set_param<full_capacity_t<walker2d<float>>>(pw, "healthy_z_range", "0.5,3");
+  CHECK(!pw.terminate_when_unhealthy);
+  CHECK((pw.healthy_z_range[0] == 0.5f && pw.healthy_z_range[1] == 3.0f));
+  full_capacity_t<half_cheetah<double>>::Params pc;
+  set_param<full_capacity_t<half_cheetah<double>>>(pc, "reset_noise_scale", "0.25");
+  CHECK(pc.reset_noise_scale == 0.25);
 }
 
 TEST_CASE("a step beyond the contact or row capacity is truncated, counted, and changes nothing below it",
@@ -1640,8 +1655,9 @@ TEST_CASE("a step beyond the contact or row capacity is truncated, counted, and 
 namespace {
 
 /// The most contacts and rows any forward pass needed (physics::data::ncon_peak, nefc_peak) over
-/// env steps of `n` envs with uniform random actions in the action range, each env step as the
-/// envs take it (frame_skip physics steps from the State), episodes reset when they end.
+/// env steps of `n` envs with uniform random actions in the action range (`saturated`: each at the
+/// bound of its sign, as forceful as the actuators go), each env step as the envs take it
+/// (frame_skip physics steps from the State), episodes reset when they end.
 template <class Env>
 struct peak_kernel {
   typename Env::Params params;
@@ -1649,6 +1665,7 @@ struct peak_kernel {
   int* ncon_peak;
   int* nefc_peak;
   std::uint32_t* overflows;
+  bool saturated;
   RLK_HOST_DEVICE void operator()(std::size_t i) const {
     using S = typename Env::scalar_type;
     rng gen(321, i);
@@ -1658,7 +1675,10 @@ struct peak_kernel {
     std::int32_t t = 0;
     for (std::uint64_t k = 0; k < steps; ++k) {
       S a[Env::nu];
-      for (int j = 0; j < Env::nu; ++j) a[j] = gen.template uniform<S>(Env::action_low, Env::action_high);
+      for (int j = 0; j < Env::nu; ++j) {
+        a[j] = gen.template uniform<S>(Env::action_low, Env::action_high);
+        if (saturated) a[j] = a[j] < S(0) ? S(Env::action_low) : S(Env::action_high);
+      }
       physics::data<S, typename Env::dims> d{};
       for (int q = 0; q < Env::nq; ++q) d.qpos[q] = s.qpos[q];
       for (int v = 0; v < Env::nv; ++v) { d.qvel[v] = s.qvel[v]; d.qacc_warmstart[v] = s.qacc_warmstart[v]; }
@@ -1685,18 +1705,20 @@ struct has_unhealthy_option<Env, std::void_t<decltype(std::declval<typename Env:
     : std::true_type {};
 
 template <class Env>
-void measure_peaks(const char* id, std::size_t n, std::uint64_t steps, bool terminate_when_unhealthy = true) {
+void measure_peaks(const char* id, std::size_t n, std::uint64_t steps, bool terminate_when_unhealthy = true,
+                   bool saturated = false) {
   auto pc = rlk_test::zeros<int>(n);
   auto pr = rlk_test::zeros<int>(n);
   auto ov = rlk_test::zeros<std::uint32_t>(n);
   typename Env::Params params{};
   if constexpr (has_unhealthy_option<Env>::value) params.terminate_when_unhealthy = terminate_when_unhealthy;
-  for_each_index(rlk_test::backend(), n, peak_kernel<Env>{params, steps, pc.data(), pr.data(), ov.data()});
+  for_each_index(rlk_test::backend(), n, peak_kernel<Env>{params, steps, pc.data(), pr.data(), ov.data(), saturated});
   const auto c = pc.to_host(), r = pr.to_host();
   const auto o = ov.to_host();
-  std::printf("%s%s, random actions, %zu envs x %llu env steps: at most %d contacts and %d constraint rows in any "
+  std::printf("%s%s, %s actions, %zu envs x %llu env steps: at most %d contacts and %d constraint rows in any "
               "forward pass (capacities %d and %d; %llu steps overflowed)\n",
-              id, terminate_when_unhealthy ? "" : " (terminate_when_unhealthy=False)", n, (unsigned long long)steps,
+              id, terminate_when_unhealthy ? "" : " (terminate_when_unhealthy=False)",
+              saturated ? "saturated random (+-1)" : "random", n, (unsigned long long)steps,
               *std::max_element(c.begin(), c.end()),
               *std::max_element(r.begin(), r.end()), Env::dims::ncon, Env::dims::nefc,
               (unsigned long long)std::accumulate(o.begin(), o.end(), 0ull));
@@ -1708,6 +1730,8 @@ TEST_CASE("the most contacts and rows the robots need under random actions", "[.
   measure_peaks<hopper<double>>("Hopper-v5", 16, 20000);
   measure_peaks<walker2d<double>>("Walker2d-v5", 16, 20000);
   measure_peaks<half_cheetah<double>>("HalfCheetah-v5", 16, 20000);
+  // no trained HalfCheetah policy yet: actions at the bounds, the most forceful random ones
+  measure_peaks<half_cheetah<double>>("HalfCheetah-v5", 16, 20000, true, true);
   measure_peaks<ant<double>>("Ant-v5", 16, 20000);
   measure_peaks<humanoid<double>>("Humanoid-v5", 16, 20000);
   measure_peaks<humanoid_standup<double>>("HumanoidStandup-v5", 16, 20000);
@@ -1719,6 +1743,7 @@ TEST_CASE("the most contacts and rows the robots need under random actions", "[.
   // ... with the capacities the env docs recommend for it
   measure_peaks<hopper<double, true, physics::dims_with_capacity<models::hopper_dims, 8, 32>>>("Hopper-v5 8/32", 16,
                                                                                              20000, false);
+  measure_peaks<full_capacity_t<walker2d<double>>>("Walker2d-v5 full", 16, 20000, false);
   measure_peaks<humanoid<double, true, true, true, true, true, physics::dims_with_capacity<models::humanoid_dims, 24, 80>>>(
       "Humanoid-v5 24/80", 16, 20000, false);
 }
@@ -1826,7 +1851,7 @@ void measure_peaks_with_policy(const char* id, const std::string& path, int epis
 }  // namespace
 
 // RLK_CAPACITY_POLICY=<policy file of train_ppo --export-policy> RLK_CAPACITY_ENV=<Hopper-v5 | Walker2d-v5 |
-// Ant-v5 | Humanoid-v5> (tests/reference/ has trained policies for Hopper, Walker2d and Ant)
+// HalfCheetah-v5 | Ant-v5 | Humanoid-v5> (tests/reference/ has trained policies for Hopper, Walker2d and Ant)
 TEST_CASE("the most contacts and rows the robots need under a trained policy", "[.][capacity-measure-policy]") {
   const char* path = std::getenv("RLK_CAPACITY_POLICY");
   const char* id = std::getenv("RLK_CAPACITY_ENV");
@@ -1836,6 +1861,7 @@ TEST_CASE("the most contacts and rows the robots need under a trained policy", "
   }
   if (std::string(id) == "Hopper-v5") measure_peaks_with_policy<hopper<double>>(id, path, 50);
   if (std::string(id) == "Walker2d-v5") measure_peaks_with_policy<walker2d<double>>(id, path, 50);
+  if (std::string(id) == "HalfCheetah-v5") measure_peaks_with_policy<half_cheetah<double>>(id, path, 50);
   if (std::string(id) == "Ant-v5") measure_peaks_with_policy<ant<double>>(id, path, 50);
   if (std::string(id) == "Humanoid-v5") measure_peaks_with_policy<humanoid<double>>(id, path, 50);
 }

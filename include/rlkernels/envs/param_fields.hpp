@@ -178,8 +178,8 @@ struct minatar_param_fields {
 }  // namespace detail
 
 /// The settable parameters of `half_cheetah` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E>
-struct param_fields<half_cheetah<S, E>> {
+template <class S, bool E, class Dims>
+struct param_fields<half_cheetah<S, E, Dims>> {  // any capacities
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {
@@ -312,8 +312,8 @@ struct param_fields<hopper<S, E, Dims>> {  // any capacities
 };
 
 /// The settable parameters of `walker2d` (names as the Python keywords and `--env-param` take them).
-template <class S, bool E>
-struct param_fields<walker2d<S, E>> {
+template <class S, bool E, class Dims>
+struct param_fields<walker2d<S, E, Dims>> {  // any capacities
   /// Calls f(name, field) for each field of `p`, in this order.
   template <class P, class F>
   static void visit(P& p, F&& f) {

@@ -1,17 +1,19 @@
 // rlkernels/envs/mujoco/full_capacity.hpp
 // full_capacity_t<Env>: a bundled MuJoCo env with room for every contact its candidate pairs can
 // make and every constraint row, so that no step overflows (physics::dims_full_capacity). The
-// bundled Hopper, Ant, Humanoid and HumanoidStandup come with capacities measured for Gymnasium's
-// default termination; with terminate_when_unhealthy=False, or a policy that makes the robot lie on
-// the floor, their steps can overflow them (counted, the episode truncated). The other bundled
-// MuJoCo envs have full capacities already.
+// bundled Hopper, Walker2d, HalfCheetah, Ant, Humanoid and HumanoidStandup come with capacities
+// measured for Gymnasium's default termination; with terminate_when_unhealthy=False, or a policy
+// that makes the robot lie on the floor, their steps can overflow them (counted, the episode
+// truncated). The other bundled MuJoCo envs have full capacities already.
 #pragma once
 
 #include "../../physics/model.hpp"
 #include "ant.hpp"
+#include "half_cheetah.hpp"
 #include "hopper.hpp"
 #include "humanoid.hpp"
 #include "humanoid_standup.hpp"
+#include "walker2d.hpp"
 
 namespace rlkernels {
 
@@ -32,6 +34,14 @@ struct full_capacity {
 template <class S, bool E, class D>
 struct full_capacity<hopper<S, E, D>> {
   using type = hopper<S, E, physics::dims_full_capacity<D>>;
+};
+template <class S, bool E, class D>
+struct full_capacity<walker2d<S, E, D>> {
+  using type = walker2d<S, E, physics::dims_full_capacity<D>>;
+};
+template <class S, bool E, class D>
+struct full_capacity<half_cheetah<S, E, D>> {
+  using type = half_cheetah<S, E, physics::dims_full_capacity<D>>;
 };
 template <class S, bool E, bool C, class D>
 struct full_capacity<ant<S, E, C, D>> {

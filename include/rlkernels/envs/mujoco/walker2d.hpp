@@ -19,15 +19,16 @@ namespace rlkernels {
 /// Scalar>; see it for the semantics): Gymnasium's keyword arguments (`params`), observation,
 /// reward, termination, reset and step info.
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation
-template <bool ExcludeCurrentPositions = true>
+/// @tparam Dims the model's sizes (see walker2d)
+template <bool ExcludeCurrentPositions = true, class Dims = models::walker2d_dims>
 struct walker2d_task {
-  using dims = models::walker2d_dims;  ///< the model's sizes (nq 9, nv 9, nu 6)
-  /// The walker2d_v5.xml model (xml_file).
+  using dims = Dims;  ///< the model's sizes (nq 9, nv 9, nu 6)
+  /// The walker2d_v5.xml model (xml_file) with Dims' capacities.
   template <class S>
-  static physics::model<S, dims> model() {
-    return models::walker2d<S>();
+  static physics::model<S, Dims> model() {
+    return physics::rebind<Dims>(models::walker2d<S>());
   }
-  static constexpr int observation_size = dims::nq + dims::nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
+  static constexpr int observation_size = Dims::nq + Dims::nv - (ExcludeCurrentPositions ? 1 : 0);  ///< 17 (or 18)
   static constexpr double action_low = -1;   ///< actuator_ctrlrange low (all actuators); Box(-1, 1, (6,)), float32 in Gymnasium
   static constexpr double action_high = 1;   ///< actuator_ctrlrange high
   static constexpr int frame_skip = 4;       ///< physics steps per env step
@@ -63,14 +64,14 @@ struct walker2d_task {
 
   /// qpos = qpos0 + U(-s, s), qvel = U(-s, s).
   template <class S, class Rng>
-  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, dims>& m, mujoco_state<S, dims>& s,
+  RLK_HOST_DEVICE static void reset(const params<S>& p, const physics::model<S, Dims>& m, mujoco_state<S, Dims>& s,
                                     Rng& gen) {
     detail::reset_state(m, s, p.reset_noise_scale, false, gen);
   }
 
   /// Gymnasium's is_healthy on a state.
   template <class S>
-  RLK_HOST_DEVICE static bool is_healthy(const params<S>& p, const mujoco_state<S, dims>& s) {
+  RLK_HOST_DEVICE static bool is_healthy(const params<S>& p, const mujoco_state<S, Dims>& s) {
     const S z = s.qpos[1], angle = s.qpos[2];
     const bool healthy_z = p.healthy_z_range[0] < z && z < p.healthy_z_range[1];
     const bool healthy_angle = p.healthy_angle_range[0] < angle && angle < p.healthy_angle_range[1];
@@ -79,7 +80,7 @@ struct walker2d_task {
 
   /// Reward, termination and info of a step (see walker2d).
   template <class S>
-  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, dims>& t,
+  RLK_HOST_DEVICE static step_result<S> step(const params<S>& p, const mujoco_task_step<S, Dims>& t,
                                              step_info<S>& info) {
     const S ctrl_cost = positions_and_ctrl_cost(p, t, info);
     info.x_velocity = (t.after.qpos[0] - t.before.qpos[0]) / t.dt;
@@ -93,15 +94,15 @@ struct walker2d_task {
   /// A step the engine could not take: the positions of the state kept, the control cost; reward
   /// -ctrl_cost.
   template <class S>
-  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, dims>& t, step_info<S>& info) {
+  RLK_HOST_DEVICE static S failed_step(const params<S>& p, const mujoco_task_step<S, Dims>& t, step_info<S>& info) {
     return -positions_and_ctrl_cost(p, t, info);
   }
 
   /// info's positions (of t.after) and reward_ctrl; returns ctrl_cost_weight * sum(action^2).
   template <class S>
-  RLK_HOST_DEVICE static S positions_and_ctrl_cost(const params<S>& p, const mujoco_task_step<S, dims>& t,
+  RLK_HOST_DEVICE static S positions_and_ctrl_cost(const params<S>& p, const mujoco_task_step<S, Dims>& t,
                                                    step_info<S>& info) {
-    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, dims::nu);
+    const S ctrl_cost = p.ctrl_cost_weight * detail::sum_of_squares(t.action, Dims::nu);
     info.x_position = t.after.qpos[0];
     info.z_distance_from_origin = t.after.qpos[1] - t.model.qpos0[1];
     info.reward_ctrl = -ctrl_cost;
@@ -110,7 +111,7 @@ struct walker2d_task {
 
   /// qpos[1:] (qpos with ExcludeCurrentPositions = false), then qvel clipped to [-10, 10].
   template <class S>
-  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, dims>&, const mujoco_state<S, dims>& s,
+  RLK_HOST_DEVICE static void observe(const params<S>&, const physics::model<S, Dims>&, const mujoco_state<S, Dims>& s,
                                       S* obs) {
     detail::observe_state<ExcludeCurrentPositions>(s, true, obs);
   }
@@ -136,9 +137,14 @@ struct walker2d_task {
 /// @tparam Scalar float or double: state, observation, action, reward and engine type
 /// @tparam ExcludeCurrentPositions Gymnasium's exclude_current_positions_from_observation (it changes
 ///         the observation size, so it is a template parameter rather than a Params field)
-template <class Scalar = float, bool ExcludeCurrentPositions = true>
-struct walker2d : mujoco_env<walker2d_task<ExcludeCurrentPositions>, Scalar> {
-  using base = mujoco_env<walker2d_task<ExcludeCurrentPositions>, Scalar>;  ///< the generic env it is
+/// @tparam Dims the model's sizes: models::walker2d_dims (10 contacts and 36 constraint rows, measured
+///         peaks 5 / 24 under the trained policy with the default termination; with
+///         terminate_when_unhealthy = false the walker can lie on the floor and needs up to 10 / 43:
+///         full_capacity_t<walker2d<...>>, 14 / 68, every contact its pairs can make; docs/physics.md).
+///         A step that needs more ends the episode as truncated and is counted: capacity_overflows()
+template <class Scalar = float, bool ExcludeCurrentPositions = true, class Dims = models::walker2d_dims>
+struct walker2d : mujoco_env<walker2d_task<ExcludeCurrentPositions, Dims>, Scalar> {
+  using base = mujoco_env<walker2d_task<ExcludeCurrentPositions, Dims>, Scalar>;  ///< the generic env it is
   static constexpr bool exclude_current_positions_from_observation = ExcludeCurrentPositions;  ///< see the class comment
 
   /// Gymnasium's is_healthy on a state.
