@@ -29,6 +29,7 @@ inline std::vector<rlk_example::option<config>> hyperparameters() {
       field("--num-steps", &config::num_steps, "T"),
       field("--lr", &config::learning_rate),
       field("--anneal-lr", &config::anneal_lr),
+      field("--adaptive-kl", &config::adaptive_lr_kl),
       field("--minibatches", &config::num_minibatches, "K"),
       field("--epochs", &config::update_epochs, "E"),
       field("--gamma", &config::gamma),
@@ -66,7 +67,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
   if (comm.rank() == 0) std::printf("PPO on %s (%s backend), seed %llu: %zu envs x %zu steps, %zu minibatches x %zu epochs, lr %g%s, "
               "gamma %g, lambda %g, clip %g, ent %g, hidden %s, norm obs %s, norm reward %s, %llu steps\n",
               id.c_str(), backend_name(backend), (unsigned long long)c.seed, c.num_envs, c.num_steps, c.num_minibatches,
-              c.update_epochs, c.learning_rate, c.anneal_lr ? " (annealed)" : "", c.gamma, c.gae_lambda, c.clip_coef,
+              c.update_epochs, c.learning_rate, c.anneal_lr ? " (annealed)" : (c.adaptive_lr_kl > 0 ? " (KL-adaptive)" : ""), c.gamma, c.gae_lambda, c.clip_coef,
               c.ent_coef, rlk_example::int_list_string(c.hidden_sizes).c_str(), c.normalize_observations ? "on" : "off",
               c.normalize_rewards ? "on" : "off", (unsigned long long)c.total_timesteps);
   std::fflush(stdout);

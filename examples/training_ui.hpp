@@ -80,12 +80,12 @@ template <class S, bool E, bool A, bool B, bool C, bool D, class Dims>
 struct mujoco_locomotion<rlkernels::humanoid_standup<S, E, A, B, C, D, Dims>> : std::true_type {};
 template <class S, bool E, bool C, class Dims>
 struct mujoco_locomotion<rlkernels::ant<S, E, C, Dims>> : std::true_type {};
-template <class S, bool E>
-struct mujoco_locomotion<rlkernels::half_cheetah<S, E>> : std::true_type {};
+template <class S, bool E, class Dims>
+struct mujoco_locomotion<rlkernels::half_cheetah<S, E, Dims>> : std::true_type {};
 template <class S, bool E, class Dims>
 struct mujoco_locomotion<rlkernels::hopper<S, E, Dims>> : std::true_type {};
-template <class S, bool E>
-struct mujoco_locomotion<rlkernels::walker2d<S, E>> : std::true_type {};
+template <class S, bool E, class Dims>
+struct mujoco_locomotion<rlkernels::walker2d<S, E, Dims>> : std::true_type {};
 template <class S>
 struct mujoco_locomotion<rlkernels::inverted_pendulum<S>> : std::true_type {};
 template <class S, bool E>
@@ -218,14 +218,15 @@ option<Config> field(std::string flag, Field Config::*member, std::string metava
   return {std::move(flag), std::move(metavar), std::move(set), std::move(help)};
 }
 
-/// `--activation tanh|relu`: the config's hidden_activation.
+/// `--activation tanh|relu|elu`: the config's hidden_activation.
 template <class Config>
 option<Config> activation_option() {
-  return {"--activation", "tanh|relu",
+  return {"--activation", "tanh|relu|elu",
           [](Config& c, const std::string& v) {
             if (v == "tanh") c.hidden_activation = rlkernels::activation::tanh;
             else if (v == "relu") c.hidden_activation = rlkernels::activation::relu;
-            else throw std::invalid_argument("--activation takes tanh or relu, got '" + v + "'");
+            else if (v == "elu") c.hidden_activation = rlkernels::activation::elu;
+            else throw std::invalid_argument("--activation takes tanh, relu or elu, got '" + v + "'");
           },
           ""};
 }
@@ -352,6 +353,7 @@ struct program {
 /// @brief The options every training example has.
 struct run_options {
   std::string env;                            ///< Gymnasium id
+  std::string preset;                         ///< whose preset to start from (empty: env's)
   std::string backend = RLK_HAS_CUDA ? "cuda" : "openmp";  ///< serial, openmp (host build) or cuda (the _cuda build)
   std::uint64_t seed = 1;                     ///< becomes config.seed
   std::string out_dir = ".";                  ///< where the CSV and PNG go
@@ -430,6 +432,7 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
       return argv[++i];
     };
     if (arg == "--env") o.env = value();
+    else if (arg == "--preset") o.preset = value();
     else if (arg == "--backend") o.backend = value();
     else if (arg == "--seed") o.seed = parse_count(arg, value());
     else if (arg == "--out") o.out_dir = value();
@@ -462,6 +465,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
           {"--backend B", RLK_HAS_CUDA ? std::string("cuda (the default here; serial and openmp are in ") + p.name + ")"
                                        : "serial, openmp (default) or cuda (in " + p.name + "_cuda)"},
           {"--seed S", "seed of envs, weights and sampling (default 1)"},
+          {"--preset ID", "start from the hyperparameters tuned for env ID (default: --env's own; e.g. Ant-v5 "
+                          "with --preset Humanoid-v5)"},
           {"--out DIR", "where the CSV and PNG go (default .)"},
           {"--no-plot", "write the CSV only"},
           {"--eval-episodes K", "deterministic evaluation episodes at the end (default 100; 0 skips)"},
@@ -497,7 +502,12 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
       throw std::invalid_argument("unexpected argument '" + arg + "' (try --help)");
     }
   }
-  out.config = preset(o.env);
+  if (!o.preset.empty()) {
+    bool known = false;
+    for (const rlkernels::env_info& e : rlkernels::registered_envs()) known |= e.id == o.preset;
+    if (!known) throw std::invalid_argument("--preset " + o.preset + ": not a registered env id (random_policy --list)");
+  }
+  out.config = preset(o.preset.empty() ? o.env : o.preset);
   for (const auto& [opt, v] : overrides) opt->set(out.config, v);
   out.config.seed = o.seed;
   check_env_shards(out.config, 1);

@@ -5,7 +5,10 @@ mean_return_100), with an optional target line per env. A file that is not such 
 the output of the quadrotor drivers (benchmarks/algorithms/rlkernels_td3_l2f.cpp, rltools_sac_l2f.cpp:
 their "eval:" lines), and its curve is learning-to-fly's settling fraction (docs/quadrotor.md).
 
-usage: plot_seed_curves.py OUT.png TITLE ENV[@TARGET]=FILE[,FILE...] [ENV[@TARGET]=FILE[,FILE...] ...]
+usage: plot_seed_curves.py [--minutes] OUT.png TITLE ENV[@TARGET]=FILE[,FILE...] [ENV[@TARGET]=FILE[,FILE...] ...]
+
+--minutes draws the training CSVs against wall-clock minutes (their elapsed_s column) instead of
+environment steps.
 
 e.g. plot_seed_curves.py docs/training/ppo_mujoco.png "PPO, 5 seeds" \\
          "HalfCheetah-v5@2900=runs/hc1.csv,runs/hc2.csv" "Hopper-v5@1200=runs/h1.csv"
@@ -24,8 +27,9 @@ RETURN_LABEL = "mean return, last 100 training episodes"
 SETTLING_LABEL = "settling fraction (100 episodes)"
 
 
-def read_curve(path, index):
-    """(steps, values, seed label, y label) of a training CSV or of a quadrotor driver's output."""
+def read_curve(path, index, minutes=False):
+    """(steps, values, seed label, y label) of a training CSV or of a quadrotor driver's output;
+    with `minutes`, a training CSV's x values are its wall-clock minutes instead of its steps."""
     with open(path, newline="") as f:
         text = f.read()
     if text.split("\n", 1)[0].split(",").count("mean_return_100"):
@@ -33,7 +37,7 @@ def read_curve(path, index):
         for row in csv.DictReader(text.splitlines()):
             r = float(row["mean_return_100"])
             if not math.isnan(r):
-                steps.append(int(row["global_step"]))
+                steps.append(float(row["elapsed_s"]) / 60.0 if minutes else int(row["global_step"]))
                 returns.append(r)
         return steps, returns, f"seed {index + 1}", RETURN_LABEL
     steps, settling = [], []
@@ -48,6 +52,9 @@ def read_curve(path, index):
 
 
 def main(argv):
+    minutes = len(argv) > 1 and argv[1] == "--minutes"
+    if minutes:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 4:
         print(__doc__, file=sys.stderr)
         return 2
@@ -68,12 +75,12 @@ def main(argv):
             name, t = name.split("@", 1)
             target = float(t)
         for i, path in enumerate(p for p in files.split(",") if p):
-            steps, values, label, ylabel = read_curve(path, i)
+            steps, values, label, ylabel = read_curve(path, i, minutes)
             ax.plot(steps, values, linewidth=1.2, label=label)
         if target is not None:
             ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_title(name)
-        ax.set_xlabel("environment steps")
+        ax.set_xlabel("wall-clock minutes" if minutes else "environment steps")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     axes[0][0].set_ylabel(ylabel)

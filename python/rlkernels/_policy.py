@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["Policy", "load_policy"]
 
-_ACTIVATIONS = ("identity", "tanh", "relu")
+_ACTIVATIONS = ("identity", "tanh", "relu", "elu")
 
 
 def _activate(name: str, x: np.ndarray) -> np.ndarray:
@@ -27,6 +27,8 @@ def _activate(name: str, x: np.ndarray) -> np.ndarray:
         return np.tanh(x)
     if name == "relu":
         return np.maximum(x, 0.0)
+    if name == "elu":
+        return np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0)))
     return x
 
 

@@ -11,6 +11,7 @@ import rlkernels
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[2] / "tests" / "reference"
 CRAZYFLIE_POLICY = REFERENCE / "l2f_crazyflie_td3_policy.txt"
+HUMANOID_POLICY = REFERENCE / "mujoco_humanoid_v5_policy.txt"
 
 
 def write(tmp_path, lines, name="p.txt"):
@@ -41,6 +42,18 @@ def test_rescale_clip_and_discrete_maps(tmp_path):
     assert discrete(x) == 0 and discrete(np.array([0.0, 1.0])).dtype == np.int64
     np.testing.assert_array_equal(discrete(np.array([[1.0, 0.5], [0.0, 0.0]])), [0, 0])
     assert "rescale" in repr(rescale)
+
+
+def test_hidden_activations(tmp_path):
+    # Two layers: h = f(W x + b) = f([0.125, -2.375]), then the identity layer y = h.
+    ident = ["layer 2 2", "0x1p+0 0x0p+0", "0x0p+0 0x1p+0", "0x0p+0 0x0p+0"]
+    x = np.array([1.0, 0.5])
+    want = {"identity": [0.125, -2.375], "tanh": np.tanh([0.125, -2.375]), "relu": [0.125, 0.0],
+            "elu": [0.125, np.expm1(-2.375)]}  # ELU (alpha 1): z above 0, exp(z) - 1 below
+    for name, y in want.items():
+        lines = ["rlkernels-policy 2", "env Test-v0", "observation 2", "action continuous 2 -10 10 clip",
+                 "normalize 0 0x1.4p+3 0x1.5798ee2308c3ap-27", f"mlp 2 {name} identity"] + LAYER + ident
+        np.testing.assert_allclose(rlkernels.load_policy(write(tmp_path, lines))(x), y, rtol=0, atol=1e-15)
 
 
 def test_normalised_observations(tmp_path):
@@ -91,3 +104,27 @@ def test_the_crazyflie_policy_flies_in_python():
             assert not truncated[i] or step == 499  # l2f's time limit: 500 steps
     assert ended.all()
     assert settled.mean() >= 0.9, f"settling fraction {settled.mean():.2f}"
+
+
+def test_the_humanoid_policy_walks_in_python():
+    """The bundled Humanoid-v5 policy (docs/training.md, "Humanoid-v5: walking within an hour on two
+    cores"; 256-256 ELU) on 8 episodes of the package's Humanoid-v5 in float64: each stays up for
+    its 1000 steps and scores above 5500 (standing still earns 5000), and the robot ends them
+    metres ahead of where it started (the policy walks at about 2.6 m/s)."""
+    policy = rlkernels.load_policy(HUMANOID_POLICY)
+    assert policy.env == "Humanoid-v5" and not policy.rescale and policy.hidden_activation == "elu"
+    assert (policy.observation_size, policy.action_size) == (348, 17)
+    n = 8
+    envs = rlkernels.make_vec("Humanoid-v5", n, seed=20261207, backend="serial", dtype="float64", copy=True)
+    obs, _ = envs.reset(seed=20261207)
+    x0 = envs.get_states().view(np.float64)[:, 0].copy()  # qpos[0], the torso's x (the State's first double)
+    returns = np.zeros(n)
+    for step in range(1000):
+        obs, rewards, terminated, truncated, _ = envs.step(policy(obs))
+        returns += rewards
+        assert not terminated.any(), f"an episode fell at step {step}"
+        if step < 999:  # the 1000th step ends the episodes and resets them
+            x = envs.get_states().view(np.float64)[:, 0].copy()
+        assert truncated.all() == (step == 999)
+    assert (returns > 5500).all(), returns
+    assert (x - x0 > 0.5 * 0.015 * 999).all(), x - x0  # more than 0.5 m/s over 999 steps of 15 ms

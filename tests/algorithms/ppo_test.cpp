@@ -478,7 +478,8 @@ TEST_CASE("policy file: save_policy, then load and act, gives the agent's determ
     c.update_epochs = 1;
     c.total_timesteps = 8 * 32 * 2;
     c.hidden_sizes = {16, 8};
-    c.hidden_activation = activation::relu;
+    c.hidden_activation = GENERATE(activation::relu, activation::elu);
+    INFO("hidden activation " << activation_name(c.hidden_activation));
     ppo<pendulum<float>, backend_t> agent(rlk_test::backend(), c);
     while (!agent.done()) agent.iterate();
     save_policy(agent, "Pendulum-v1", dir.file("p.txt"));
@@ -611,6 +612,51 @@ TEST_CASE("ppo: learning-rate annealing follows CleanRL") {
   CHECK(constant.iterate().learning_rate == c.learning_rate);
 }
 
+TEST_CASE("ppo: the KL-adaptive learning rate follows rl_games' rule, once per epoch, within its bounds") {
+  ppo_config c = small_config();
+  c.total_timesteps = 3 * c.batch_size();  // 3 iterations
+  c.anneal_lr = false;
+  c.update_epochs = 2;
+  // A target far above any KL: x 1.5 after every epoch, up to adaptive_lr_max.
+  c.adaptive_lr_kl = 1e9;
+  c.adaptive_lr_max = c.learning_rate * 3.0;
+  {
+    ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+    std::vector<double> lrs;
+    while (!agent.done()) lrs.push_back(agent.iterate().learning_rate);
+    REQUIRE(lrs.size() == 3);
+    CHECK(lrs[0] == c.learning_rate);
+    CHECK(lrs[1] == Approx(c.learning_rate * 1.5 * 1.5));
+    CHECK(lrs[2] == Approx(c.adaptive_lr_max));  // 1.5^4 = 5.06 capped at 3
+  }
+  // A target far below every (positive) KL: / 1.5 after every epoch, down to adaptive_lr_min.
+  c.adaptive_lr_kl = 1e-30;
+  c.adaptive_lr_max = 1e-2;
+  c.adaptive_lr_min = c.learning_rate / 2.0;
+  {
+    ppo<cartpole<float>, backend_t> agent(rlk_test::backend(), c);
+    std::vector<double> lrs;
+    while (!agent.done()) lrs.push_back(agent.iterate().learning_rate);
+    CHECK(lrs[0] == c.learning_rate);
+    CHECK(lrs[1] == Approx(c.learning_rate / 2.0));  // 1 / 1.5^2 = 0.44 raised to the bound 0.5
+    CHECK(lrs[2] == Approx(c.learning_rate / 2.0));
+  }
+  // The schedule's state travels in checkpoints: a resumed run takes up the adapted rate.
+  c.adaptive_lr_kl = 1e9;
+  c.adaptive_lr_max = 1e-2;
+  c.adaptive_lr_min = 1e-6;
+  rlk_test::temp_dir dir;
+  const std::string path = dir.file("ppo_adaptive_lr.rlkc");
+  ppo<cartpole<float>, backend_t> first(rlk_test::backend(), c);
+  first.iterate();
+  first.save_checkpoint(path);
+  const double next = first.iterate().learning_rate;
+  CHECK(next == Approx(c.learning_rate * 2.25));
+  ppo<cartpole<float>, backend_t> resumed(rlk_test::backend(), c);
+  resumed.load_checkpoint(path);
+  CHECK(resumed.iterate().learning_rate == next);
+}
+
 TEST_CASE("ppo: bad configurations are rejected with the field named") {
   auto rejects = [](auto mutate, const char* text) {
     ppo_config c = small_config();
@@ -626,6 +672,15 @@ TEST_CASE("ppo: bad configurations are rejected with the field named") {
   rejects([](ppo_config& c) { c.hidden_sizes = {8, 0}; }, "hidden size 0 must be >= 1");
   rejects([](ppo_config& c) { c.max_grad_norm = 0; }, "max_grad_norm must be > 0");
   rejects([](ppo_config& c) { c.update_epochs = 0; }, "update_epochs must be >= 1");
+  rejects([](ppo_config& c) { c.adaptive_lr_kl = 0.01; }, "adaptive_lr_kl and anneal_lr are two learning-rate schedules");
+  rejects([](ppo_config& c) { c.adaptive_lr_kl = -1; }, "adaptive_lr_kl must be finite and >= 0");
+  rejects(
+      [](ppo_config& c) {
+        c.anneal_lr = false;
+        c.adaptive_lr_kl = 0.01;
+        c.adaptive_lr_max = c.learning_rate / 2;
+      },
+      "<= adaptive_lr_max");
   rejects([](ppo_config& c) { c.env_shards = 3; }, "env_shards (3) must be >= 1 and divide num_envs (4)");
   rejects([](ppo_config& c) { c.gradient_accumulation_steps = 0; }, "gradient_accumulation_steps must be >= 1");
   rejects([](ppo_config& c) { c.gradient_accumulation_steps = 3; }, "does not split into env_shards");

@@ -50,13 +50,14 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 inline bool close(double got, double want, double tol) { return std::fabs(got - want) <= tol * (1 + std::fabs(want)); }
 
-constexpr activation all_activations[] = {activation::identity, activation::tanh, activation::relu};
+constexpr activation all_activations[] = {activation::identity, activation::tanh, activation::relu, activation::elu};
 
 double act_ref(activation a, double z) {
   switch (a) {
     case activation::identity: return z;
     case activation::tanh: return std::tanh(z);
     case activation::relu: return z > 0 ? z : 0;
+    case activation::elu: return z > 0 ? z : std::expm1(z);
   }
   return z;
 }

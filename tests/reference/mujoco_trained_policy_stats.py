@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Episode lengths and returns of Gymnasium's Walker2d-v5, Hopper-v5, Ant-v5, Reacher-v5 and Pusher-v5 under a trained
-deterministic policy, for the statistical comparison in tests/envs/mujoco_envs_test.cpp ("under a
-trained policy ..."): rlkernels' envs, with their own reset streams, must be indistinguishable from
-these.
+"""Episode lengths and returns of Gymnasium's Walker2d-v5, Hopper-v5, Ant-v5, Reacher-v5, Pusher-v5
+and Humanoid-v5 (and the Humanoid's mean x velocity) under a trained deterministic policy, for the
+statistical comparison in tests/envs/mujoco_envs_test.cpp ("under a trained policy ..."):
+rlkernels' envs, with their own reset streams, must be indistinguishable from these.
 
 The policies are rlkernels policy files (rlkernels/algorithms/policy_file.hpp; docs/training.md,
 "Exporting a policy") written by `train_ppo --export-policy` and committed next to this script:
@@ -44,10 +44,14 @@ assert mujoco.__version__ == "3.12.0", f"the reference is mujoco 3.12.0, found {
 assert gym.__version__ == "1.4.0", f"the reference is gymnasium 1.4.0, found {gym.__version__}"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EPISODES = {"Walker2d-v5": 2000, "Hopper-v5": 2000, "Ant-v5": 2000, "Reacher-v5": 2000, "Pusher-v5": 2000}
+EPISODES = {"Walker2d-v5": 2000, "Hopper-v5": 2000, "Ant-v5": 2000, "Reacher-v5": 2000, "Pusher-v5": 2000,
+            "Humanoid-v5": 1000}
 POLICIES = {"Walker2d-v5": "mujoco_walker2d_v5_policy.txt", "Hopper-v5": "mujoco_hopper_v5_policy.txt",
             "Ant-v5": "mujoco_ant_v5_policy.txt", "Reacher-v5": "mujoco_reacher_v5_policy.txt",
-            "Pusher-v5": "mujoco_pusher_v5_policy.txt"}
+            "Pusher-v5": "mujoco_pusher_v5_policy.txt", "Humanoid-v5": "mujoco_humanoid_v5_policy.txt"}
+# Envs whose rows also record the episode's mean x velocity (the mean of info["x_velocity"] over its
+# steps): the Humanoid's walking speed is part of what its policy is judged by (docs/training.md).
+X_VELOCITY = ("Humanoid-v5",)
 
 
 class Policy:
@@ -88,7 +92,7 @@ class Policy:
 
     @staticmethod
     def activate(name, z):
-        return np.tanh(z) if name == "tanh" else np.maximum(z, 0.0) if name == "relu" else z
+        return np.tanh(z) if name == "tanh" else np.maximum(z, 0.0) if name == "relu" else np.where(z > 0.0, z, np.expm1(np.minimum(z, 0.0))) if name == "elu" else z
 
     def __call__(self, obs):
         x = np.asarray(obs, dtype=np.float64)
@@ -109,31 +113,35 @@ def main():
         with open(out) as f:
             kept = [line for line in f.readlines()[1:] if line.split(",", 1)[0] not in only]
     with open(out, "w") as f:
-        f.write("env,episode,length,return,terminated\n")
+        f.write("env,episode,length,return,terminated,x_velocity\n")
         for line in kept:
-            f.write(line)
+            f.write(line if line.count(",") == 5 else line.rstrip("\n") + ",\n")
         for env_id, episodes in EPISODES.items():
             if only and env_id not in only:
                 continue
             policy = Policy(os.path.join(HERE, POLICIES[env_id]))
             assert policy.env == env_id, f"{POLICIES[env_id]} was trained on {policy.env}"
             env = gym.make(env_id)
-            lengths, returns = [], []
+            lengths, returns, xvels = [], [], []
             for k in range(episodes):
                 obs, _ = env.reset(seed=k)
-                total, length = 0.0, 0
+                total, length, xsum = 0.0, 0, 0.0
                 while True:
-                    obs, r, terminated, truncated, _ = env.step(policy(obs))
+                    obs, r, terminated, truncated, info = env.step(policy(obs))
                     total += float(r)
                     length += 1
+                    xsum += float(info.get("x_velocity", 0.0))
                     if terminated or truncated:
                         break
-                f.write(f"{env_id},{k},{length},{total!r},{int(terminated)}\n")
+                xv = repr(xsum / length) if env_id in X_VELOCITY else ""
+                f.write(f"{env_id},{k},{length},{total!r},{int(terminated)},{xv}\n")
                 lengths.append(length)
                 returns.append(total)
+                xvels.append(xsum / length)
             env.close()
             print(f"{env_id}: {episodes} episodes, mean length {np.mean(lengths):.1f}, "
-                  f"mean return {np.mean(returns):.1f} +- {np.std(returns):.1f}")
+                  f"mean return {np.mean(returns):.1f} +- {np.std(returns):.1f}"
+                  + (f", mean x velocity {np.mean(xvels):.3f}" if env_id in X_VELOCITY else ""))
     print("wrote", out)
 
 

@@ -81,6 +81,7 @@ struct policy_file {
         switch (layout.activation_of(l)) {
           case activation::tanh: s = std::tanh(s); break;
           case activation::relu: s = s > 0 ? s : 0.0; break;
+          case activation::elu: s = s > 0 ? s : std::expm1(s); break;
           case activation::identity: break;
         }
         y[r] = s;
@@ -150,7 +151,7 @@ struct policy_file {
       return v;
     };
     auto act_of = [&](const std::string& s) {
-      for (activation a : {activation::identity, activation::tanh, activation::relu})
+      for (activation a : {activation::identity, activation::tanh, activation::relu, activation::elu})
         if (s == activation_name(a)) return a;
       throw fail("unknown activation '" + s + "'");
     };

@@ -29,6 +29,13 @@ struct ppo_config : data_parallel_settings {
   // ---- optimisation ----
   double learning_rate = 2.5e-4;     ///< Adam's step size at the start
   bool anneal_lr = true;             ///< linearly to 0 over the iterations (CleanRL)
+  /// KL-adaptive learning rate (rl_games' and RSL-RL's "adaptive" schedule; 0: off): after each
+  /// epoch, the learning rate is divided by 1.5 where the epoch's last approx KL exceeds twice this
+  /// target and multiplied by 1.5 where it is below half of it, within [adaptive_lr_min,
+  /// adaptive_lr_max]. It starts at learning_rate; not with anneal_lr.
+  double adaptive_lr_kl = 0.0;
+  double adaptive_lr_min = 1e-6;     ///< lower bound of the adaptive learning rate
+  double adaptive_lr_max = 1e-2;     ///< upper bound of the adaptive learning rate
   double adam_epsilon = 1e-5;        ///< Adam's epsilon (CleanRL: 1e-5)
   std::size_t num_minibatches = 4;   ///< minibatches per epoch (minibatch = N * T / this)
   std::size_t update_epochs = 4;     ///< passes over the rollout per iteration
@@ -111,7 +118,17 @@ struct ppo_config : data_parallel_settings {
         .add("normalize_rewards", normalize_rewards)
         .add("reward_clip", reward_clip)
         .add("seed", seed)
-        .str() + parallel_lines();
+        .str() + adaptive_lines() + parallel_lines();
+  }
+  /// The adaptive learning rate's lines, only when it is on (so checkpoints written before it
+  /// existed still resume).
+  std::string adaptive_lines() const {
+    if (!(adaptive_lr_kl > 0)) return {};
+    return detail::hyperparameter_lines{}
+        .add("adaptive_lr_kl", adaptive_lr_kl)
+        .add("adaptive_lr_min", adaptive_lr_min)
+        .add("adaptive_lr_max", adaptive_lr_max)
+        .str();
   }
   /// @brief Throws std::invalid_argument naming the first bad field.
   void validate() const {
@@ -139,6 +156,14 @@ struct ppo_config : data_parallel_settings {
                 vf_coef);
     RLK_EXPECTS(max_grad_norm > 0, std::invalid_argument, who, ": max_grad_norm must be > 0, got ", max_grad_norm);
     RLK_EXPECTS(target_kl >= 0, std::invalid_argument, who, ": target_kl must be >= 0 (0 disables it), got ", target_kl);
+    RLK_EXPECTS(std::isfinite(adaptive_lr_kl) && adaptive_lr_kl >= 0, std::invalid_argument, who,
+                ": adaptive_lr_kl must be finite and >= 0 (0 disables it), got ", adaptive_lr_kl);
+    RLK_EXPECTS(!(adaptive_lr_kl > 0 && anneal_lr), std::invalid_argument, who,
+                ": adaptive_lr_kl and anneal_lr are two learning-rate schedules; turn one off");
+    RLK_EXPECTS(!(adaptive_lr_kl > 0) || (adaptive_lr_min > 0 && adaptive_lr_min <= learning_rate &&
+                                          learning_rate <= adaptive_lr_max && std::isfinite(adaptive_lr_max)),
+                std::invalid_argument, who, ": with adaptive_lr_kl, 0 < adaptive_lr_min (", adaptive_lr_min,
+                ") <= learning_rate (", learning_rate, ") <= adaptive_lr_max (", adaptive_lr_max, ") must hold");
     RLK_EXPECTS(adam_epsilon > 0, std::invalid_argument, who, ": adam_epsilon must be > 0, got ", adam_epsilon);
     RLK_EXPECTS(!hidden_sizes.empty(), std::invalid_argument, who, ": hidden_sizes is empty (give at least one layer)");
     for (int h : hidden_sizes) RLK_EXPECTS(h >= 1, std::invalid_argument, who, ": hidden size ", h, " must be >= 1");

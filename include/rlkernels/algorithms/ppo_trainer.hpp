@@ -159,8 +159,8 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   ///
   /// Host round trips: one read at the end (the statistics, the rollout's deferred action check
   /// and the divergence check together), one more per normaliser in use (its deferred check), and
-  /// one per epoch with target_kl > 0; none per env step or minibatch (docs/training.md, "Host
-  /// round trips per iteration").
+  /// one per epoch with target_kl > 0 or adaptive_lr_kl > 0; none per env step or minibatch
+  /// (docs/training.md, "Host round trips per iteration").
   /// @throw std::logic_error if training is already done(); invalid_action (at the end of the
   ///        iteration) if the policy produced an invalid action (e.g. NaN): the envs stopped
   ///        stepping at that step; rlkernels::error at the end of the iteration if a gradient
@@ -171,13 +171,11 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
     this->begin_iteration();
     ppo_iteration_stats stats;
     stats.iteration = iteration_;
-    // CleanRL: lr = lr0 * (1 - (iteration - 1) / num_iterations).
+    // CleanRL: lr = lr0 * (1 - (iteration - 1) / num_iterations); the adaptive one carries over.
     const double lr = config_.anneal_lr
                           ? config_.learning_rate * (1.0 - double(iteration_ - 1) / double(this->num_iterations()))
-                          : config_.learning_rate;
-    actor_opt_.set_learning_rate(lr);
-    critic_opt_.set_learning_rate(lr);
-    if (!discrete) log_std_opt_.set_learning_rate(lr);
+                          : (adaptive() ? adaptive_lr_ : config_.learning_rate);
+    set_learning_rate(lr);
     stats.learning_rate = lr;
 
     timer_.mark(0);
@@ -195,12 +193,14 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
         rollout_.gather_minibatch(k, m, minibatch_);
         update_minibatch(++stats.gradient_steps);
       }
-      // Early stop on the epoch's last approx KL: the only read inside an iteration, and only with
-      // target_kl > 0 (the last rank's, whose last micro-batch is the minibatch's last).
-      if (config_.target_kl > 0) {
+      // The epoch's last approx KL: the only read inside an iteration, and only with target_kl > 0
+      // or the adaptive learning rate (the last rank's, whose last micro-batch is the minibatch's
+      // last). It adapts the learning rate, then may stop the epochs early.
+      if (config_.target_kl > 0 || adaptive()) {
         double kl = stats_.get(0).policy.approx_kl_k3;
         if (comm_->size() > 1) comm_->broadcast_raw(&kl, sizeof(kl), comm_->size() - 1, {}, "approx KL");
-        if (kl > config_.target_kl) break;
+        if (adaptive()) adapt_learning_rate(kl);
+        if (config_.target_kl > 0 && kl > config_.target_kl) break;
       }
     }
     timer_.mark(2);
@@ -247,8 +247,9 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
  private:
   /// What every rank holds alike: the config, the counters ("global_step", "iteration",
   /// "action_draw", "shuffle_epoch"; "gradient_steps" only with target_kl > 0, else it follows
-  /// from the iteration), both networks' parameters, the log-stds, the three Adams and both
-  /// normalisers. The rollout, gradients and scratch are not saved.
+  /// from the iteration; "adaptive_learning_rate" only with adaptive_lr_kl > 0), both networks'
+  /// parameters, the log-stds, the three Adams and both normalisers. The rollout, gradients and
+  /// scratch are not saved.
   template <class C>
   void bind_shared(C& c) {
     c.bind_constant("config", config_.hyperparameters());
@@ -257,6 +258,7 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
     c.bind_value("action_draw", action_draw_);
     c.bind_value("shuffle_epoch", shuffle_epoch_);
     if (config_.target_kl > 0) c.bind_value("gradient_steps", gradient_steps_);
+    if (adaptive()) c.bind_value("adaptive_learning_rate", adaptive_lr_);
     c.bind("actor/parameters", backend_, actor_.parameters());
     c.bind("critic/parameters", backend_, critic_.parameters());
     c.bind("log_std", backend_, log_std_.view());
@@ -511,6 +513,24 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
         [](detail::ppo_device_stats&) {}, [](detail::ppo_device_stats&, const detail::ppo_device_stats&) {});
   }
 
+  bool adaptive() const noexcept { return config_.adaptive_lr_kl > 0; }
+  void set_learning_rate(double lr) {
+    actor_opt_.set_learning_rate(lr);
+    critic_opt_.set_learning_rate(lr);
+    if (!discrete) log_std_opt_.set_learning_rate(lr);
+  }
+  /// rl_games' adaptive schedule on one epoch's approx KL: / 1.5 above 2 * target, * 1.5 below
+  /// target / 2, within the config's bounds; the next epoch uses it.
+  void adapt_learning_rate(double kl) {
+    const double target = config_.adaptive_lr_kl;
+    if (kl > 2.0 * target) {
+      adaptive_lr_ = std::max(adaptive_lr_ / 1.5, config_.adaptive_lr_min);
+    } else if (kl < 0.5 * target) {
+      adaptive_lr_ = std::min(adaptive_lr_ * 1.5, config_.adaptive_lr_max);
+    }
+    set_learning_rate(adaptive_lr_);
+  }
+
   static ppo_config checked(ppo_config c) {
     c.validate();
     return c;
@@ -680,6 +700,7 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   buffer<double, Backend> adv_scratch_;  // [env_shards + 2] advantage moments of the minibatch
   detail::phase_timer<Backend> timer_;
   std::uint64_t action_draw_ = 0, shuffle_epoch_ = 0;
+  double adaptive_lr_ = config_.learning_rate;  // the adaptive learning rate (adaptive_lr_kl > 0)
 };
 
 }  // namespace rlkernels

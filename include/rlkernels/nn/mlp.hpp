@@ -34,14 +34,16 @@ enum class activation : int {
   identity = 0,  ///< f(z) = z
   tanh = 1,      ///< f(z) = tanh(z)
   relu = 2,      ///< f(z) = max(z, 0) (derivative 0 at z = 0, as PyTorch)
+  elu = 3,       ///< f(z) = z for z > 0, expm1(z) else (PyTorch's ELU, alpha 1; rl_games' MuJoCo networks)
 };
 
-/// The activation's name ("identity", "tanh", "relu").
+/// The activation's name ("identity", "tanh", "relu", "elu").
 inline const char* activation_name(activation a) {
   switch (a) {
     case activation::identity: return "identity";
     case activation::tanh: return "tanh";
     case activation::relu: return "relu";
+    case activation::elu: return "elu";
   }
   return "unknown";
 }
@@ -91,7 +93,8 @@ struct mlp_layout {
       RLK_EXPECTS(sizes[i] >= 1, std::invalid_argument, who, ": sizes[", i, "] = ", sizes[i], " must be >= 1");
     }
     for (activation a : {hidden, output}) {
-      RLK_EXPECTS(a == activation::identity || a == activation::tanh || a == activation::relu, std::invalid_argument,
+      RLK_EXPECTS(a == activation::identity || a == activation::tanh || a == activation::relu || a == activation::elu,
+                  std::invalid_argument,
                   who, ": unknown activation ", int(a));
     }
   }
@@ -117,6 +120,7 @@ template <class T>
 RLK_HOST_DEVICE inline T activate(activation a, T z) {
   if (a == activation::tanh) return std::tanh(z);
   if (a == activation::relu) return z > T(0) ? z : T(0);
+  if (a == activation::elu) return z > T(0) ? z : T(std::expm1(z));
   return z;
 }
 /// f'(z) from y = f(z).
@@ -124,6 +128,7 @@ template <class T>
 RLK_HOST_DEVICE inline T activation_derivative(activation a, T y) {
   if (a == activation::tanh) return T(1) - y * y;
   if (a == activation::relu) return y > T(0) ? T(1) : T(0);
+  if (a == activation::elu) return y > T(0) ? T(1) : y + T(1);  // expm1(z)' = exp(z) = y + 1
   return T(1);
 }
 
@@ -145,6 +150,8 @@ void apply_activation_host(activation a, T* y, std::size_t n) {
     v = v.tanh();
   } else if (a == activation::relu) {
     v = v.max(T(0));
+  } else if (a == activation::elu) {
+    v = (v > T(0)).select(v, v.expm1());
   }
 }
 
@@ -156,6 +163,8 @@ void multiply_activation_derivative_host(activation a, const T* y, T* delta, std
     d *= T(1) - v.square();
   } else if (a == activation::relu) {
     d = (v > T(0)).select(d, T(0));
+  } else if (a == activation::elu) {
+    d = (v > T(0)).select(d, d * (v + T(1)));
   }
 }
 
