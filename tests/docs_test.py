@@ -2,7 +2,8 @@
 
 - README's C++ example is examples/quickstart.cpp as it is (CTest example_quickstart runs that file;
   python/tests/test_readme.py runs README's Python example).
-- README's apt line installs exactly the packages .ci/run installs.
+- README's apt line installs exactly the packages .ci/run installs, and its pip line exactly the
+  Python packages (with the same extras and version pins) that .ci/run installs into its venv.
 - The quick start's two commands name workflow presets that CMakePresets.json defines.
 - Every relative link in README.md and docs/**/*.md names a file that exists and, with #anchor, a
   heading of that file (GitHub's anchor rule).
@@ -12,6 +13,7 @@ Run: python3 tests/docs_test.py [-v]
 
 import json
 import re
+import shlex
 import sys
 import unittest
 from pathlib import Path
@@ -78,6 +80,18 @@ class Readme(unittest.TestCase):
         apt = re.search(r"apt-get install -y ([^\n`]*)", self.readme)
         self.assertIsNotNone(apt, "README.md has no apt-get install line")
         self.assertEqual(sorted(apt.group(1).split()), sorted(ci.group(1).split()))
+
+    def test_pip_line_installs_what_ci_installs(self):
+        # .ci/run: `... -m pip install [options] "pkg" ... \` continued on the next line
+        ci_text = (ROOT / ".ci/run").read_text().replace("\\\n", " ")
+        ci = re.search(r"-m pip install ([^\n]*)", ci_text)
+        self.assertIsNotNone(ci, ".ci/run has no `python -m pip install` line")
+        ci_packages = [w for w in shlex.split(ci.group(1)) if not w.startswith("-")]
+        self.assertIn("gymnasium[mujoco]==1.4.0", ci_packages)  # the parse found the list
+        lines = [m for m in re.findall(r"pip install ([^`\n]*)", self.readme) if "mujoco" in m]
+        self.assertEqual(len(lines), 1, f"README.md should have one pip line of the optional packages, has {lines}")
+        self.assertEqual(sorted(shlex.split(lines[0])), sorted(ci_packages),
+                         "README's pip line differs from the packages .ci/run installs")
 
     def test_quick_start_presets_exist(self):
         presets = json.loads((ROOT / "CMakePresets.json").read_text())
