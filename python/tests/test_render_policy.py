@@ -1,5 +1,6 @@
 """scripts/render_policy.py: a policy file flown by our engine, drawn offscreen by MuJoCo's renderer."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -7,8 +8,30 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("mujoco")
-PIL = pytest.importorskip("PIL.Image")
+# What the test needs beyond the rlkernels package: (module, package). CI (.ci/run) installs all of
+# them: "gymnasium[mujoco]" brings mujoco and imageio (Gymnasium's MuJoCo renderer imports it),
+# and imageio brings Pillow (the test reads the GIF with it). Plain `gymnasium` has neither.
+REQUIREMENTS = [("mujoco", "mujoco"), ("imageio", "imageio"), ("PIL.Image", "Pillow")]
+PIP_LINE = 'pip install "mujoco==3.12.0" "gymnasium[mujoco]==1.4.0" (as .ci/run)'
+EGL_LINE = "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri"
+
+
+def missing_requirement():
+    """None when every module of REQUIREMENTS imports; else the skip message naming the first that
+    does not, and how to install it."""
+    for module, package in REQUIREMENTS:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            return f"the render test needs {package} ({e}): {PIP_LINE}"
+    return None
+
+
+_missing = missing_requirement()
+if _missing:
+    pytest.skip(_missing, allow_module_level=True)
+
+from PIL import Image  # noqa: E402  (after the check: Pillow imports)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "render_policy.py")
@@ -27,12 +50,12 @@ def test_renders_a_short_clip_without_a_display(tmp_path):
     # Hopper-v5: dt 0.008 s, 25 frames/s -> a frame every 5 env steps; 0.2 s = 25 steps -> 6 frames
     r = run_script(HOPPER_POLICY, "--out", str(out), "--seconds", "0.2", "--width", "64", "--height", "48")
     if r.returncode != 0 and os.environ.get("CI") != "true" and "EGL" in r.stderr:
-        pytest.skip("no offscreen OpenGL here (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri): "
-                    + r.stderr.strip().splitlines()[-1])
+        pytest.skip(f"the render test needs offscreen OpenGL (EGL): {EGL_LINE} ("
+                    + r.stderr.strip().splitlines()[-1] + ")")
     assert r.returncode == 0, r.stderr
     assert "Hopper-v5, seed 0: 6 frames (5 env steps, 40 ms each)" in r.stdout
     assert "over 25 steps" in r.stdout
-    with PIL.open(out) as gif:
+    with Image.open(out) as gif:
         assert gif.size == (64, 48)
         assert gif.n_frames == 6
         frames = []

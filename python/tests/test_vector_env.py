@@ -62,7 +62,7 @@ def test_spaces_equal_gymnasium(env_id, dtype):
 
 def test_params_are_gymnasium_kwargs_for_mujoco():
     if not _mujoco_available():
-        pytest.skip("Gymnasium's MuJoCo envs are not installed (pip install \"gymnasium[mujoco]\")")
+        pytest.skip("Gymnasium's MuJoCo envs are not installed: pip install \"mujoco==3.12.0\" \"gymnasium[mujoco]==1.4.0\" (as .ci/run)")
     hopper = gym.make("Hopper-v5").unwrapped
     p = rlkernels.default_params("Hopper-v5")
     assert p["healthy_z_range"] == pytest.approx(hopper._healthy_z_range)
