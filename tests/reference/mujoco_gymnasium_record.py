@@ -43,6 +43,15 @@ Regenerate from the repository root (deterministic; about a minute), all envs or
 
     pip install "gymnasium[mujoco]==1.4.0" mujoco==3.12.0
     python3 tests/reference/mujoco_gymnasium_record.py [InvertedPendulum-v5 ...]
+
+Deterministic but for the last bits of Reacher's and Pusher's rewards (and so returns): Gymnasium
+computes their distances with ``np.linalg.norm``, sqrt(dot(v, v)) through NumPy's BLAS, whose order
+of operations depends on the kernel the BLAS picks for the CPU. The stored files were recorded
+with numpy 2.4.6's OpenBLAS 0.3.31 and its SkylakeX kernel (a chain of fused multiply-adds:
+``OPENBLAS_CORETYPE=SkylakeX`` reproduces them byte for byte); its Haswell kernel (in order, as our
+envs) changes only reward and return cells, by at most 2 ulp (docs/physics.md, "Fidelity against
+Gymnasium"). The tests compare rewards to 1e-7 or 1e-9, so their outcome does not depend on it.
+The script prints the BLAS and its kernel.
 """
 
 import os
@@ -145,11 +154,33 @@ def record(env_id, stem, code, n_episodes, trajectory_episodes):
     write(os.path.join(HERE, f"mujoco_{stem}_one_step.f64"), one_step)
 
 
+def blas():
+    """NumPy's BLAS and, for OpenBLAS, the kernel it picked (the last bits of np.linalg.norm)."""
+    try:
+        info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        name = f"{info.get('name', '?')} {info.get('version', '')}".strip()
+    except Exception:  # an older NumPy: no mode="dicts"
+        return "unknown"
+    try:
+        import glob
+        import ctypes
+        libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*"))
+        lib = ctypes.CDLL(libs[0])
+        for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+            if hasattr(lib, symbol):
+                f = getattr(lib, symbol)
+                f.restype = ctypes.c_char_p
+                return f"{name}, kernel {f().decode()}"
+    except Exception:  # not NumPy's bundled OpenBLAS
+        pass
+    return name
+
+
 def main():
     assert mujoco.__version__ == "3.12.0", f"mujoco {mujoco.__version__}: the reference is 3.12.0"
     assert gym.__version__.startswith("1.4"), f"gymnasium {gym.__version__}: the reference is 1.4"
     print(f"python {sys.version.split()[0]}, gymnasium {gym.__version__}, mujoco {mujoco.__version__}, "
-          f"numpy {np.__version__}")
+          f"numpy {np.__version__}, BLAS {blas()}")
     only = sys.argv[1:]
     for env_id, stem, code, n, trajectories in ENVS:
         if not only or env_id in only:
