@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -479,8 +480,9 @@ TEST_CASE("checkpoint_directory: rotation, latest, foreign files", "[checkpoint]
   d.save(c, 1000);
   CHECK(d.list() == std::vector<std::string>{d.path_for(10), d.path_for(1000)});
   value = 20;
-  d.save(c, 20);  // an older step than the newest: the smallest steps go
-  CHECK(d.list() == std::vector<std::string>{d.path_for(20), d.path_for(1000)});
+  d.save(c, 20);  // the same run, an older step than its newest: the oldest written goes
+  CHECK(d.list() == std::vector<std::string>{d.path_for(1000), d.path_for(20)});
+  CHECK(d.latest() == d.path_for(20));
   value = 7;
   d.save(c, 10000000000000ull);  // 14 digits
   CHECK(d.latest() == d.path_for(10000000000000ull));
@@ -497,6 +499,241 @@ TEST_CASE("checkpoint_directory: rotation, latest, foreign files", "[checkpoint]
   CHECK_THROWS_AS(checkpoint_directory("", "ppo", 1), std::invalid_argument);
   std::ofstream(dir.file("plain_file")) << "x";
   CHECK_THROWS_AS(checkpoint_directory(dir.file("plain_file") + "/sub", "ppo", 1), rlkernels::error);
+}
+
+namespace {
+
+/// A checkpoint holding one value, to tell the files apart.
+struct tagged {
+  std::uint64_t value = 0;
+  checkpoint c;
+  tagged() { c.bind_value("value", value); }
+  std::string save(const checkpoint_directory& d, std::uint64_t step, std::uint64_t v) {
+    value = v;
+    return d.save(c, step);
+  }
+  std::uint64_t load(const std::string& path) {
+    value = ~0ull;
+    c.load(path);
+    return value;
+  }
+};
+
+std::vector<std::string> checkpoint_names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".rlkc") == 0) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// Issue 55, item 3: rotation was keyed by step, so a run resumed from an older file into the same
+// directory kept the abandoned run's newer files as "latest" and deleted its own checkpoints as
+// soon as it wrote them. This case uses only what the earlier code offered (no resumed_from).
+TEST_CASE("checkpoint_directory: a run resumed from an older file keeps its own files and latest() is its newest",
+          "[checkpoint]") {
+  temp_dir dir;
+  const std::string sub = dir.file("run");
+  tagged t;
+  {
+    checkpoint_directory first(sub, "ppo", 2);
+    for (std::uint64_t step = 1; step <= 5; ++step) {
+      const std::string path = t.save(first, step, step);
+      if (step == 2) fs::copy_file(path, dir.file("backup.rlkc"));  // the user keeps step 2 aside
+    }
+    CHECK(checkpoint_names(sub) == std::vector<std::string>{"ppo-000000000004.rlkc", "ppo-000000000005.rlkc"});
+  }
+  // Back to step 2 in the same directory (restored from the backup), and on from there: 3', 4'.
+  fs::copy_file(dir.file("backup.rlkc"), fs::path(sub) / "ppo-000000000002.rlkc");
+  checkpoint_directory d(sub, "ppo", 2);
+  const std::string resumed = d.path_for(2);
+  REQUIRE(t.load(resumed) == 2);
+  const std::string p3 = t.save(d, 3, 30);
+  CHECK(fs::exists(p3));
+  CHECK(fs::exists(resumed));  // the file it resumed from
+  const std::string p4 = t.save(d, 4, 40);
+  CHECK(p4 != d.path_for(4));  // the abandoned run's step 4 is not overwritten
+  CHECK(fs::exists(p3));
+  CHECK(fs::exists(p4));
+  CHECK(fs::exists(resumed));
+  REQUIRE(d.latest().has_value());
+  CHECK(*d.latest() == p4);
+  CHECK(t.load(*d.latest()) == 40);
+  // What a restarted process sees: the resumed run's newest, not the abandoned run's step 5.
+  const checkpoint_directory again(sub, "ppo", 2);
+  REQUIRE(again.latest().has_value());
+  CHECK(t.load(*again.latest()) == 40);
+  // The abandoned run's newer files are left as they were.
+  CHECK(t.load(d.path_for(4)) == 4);
+  CHECK(t.load(d.path_for(5)) == 5);
+  CHECK(t.load(resumed) == 2);
+}
+
+TEST_CASE("checkpoint_directory: resumed_from, rotation along the run's chain, crash and resume again",
+          "[checkpoint]") {
+  temp_dir dir;
+  const std::string sub = dir.file("run");
+  tagged t;
+  {
+    checkpoint_directory first(sub, "ppo", 3);
+    first.start_new_run();
+    for (std::uint64_t step = 1; step <= 5; ++step) t.save(first, step, step);
+  }
+  checkpoint_directory d(sub, "ppo", 3);
+  CHECK(*d.latest() == d.path_for(5));
+  const std::string resumed = d.path_for(3);
+  d.resumed_from(resumed);
+  CHECK(*d.latest() == resumed);  // before its first save: the file it resumed from
+  CHECK(d.lineage() == std::vector<std::string>{resumed});
+  CHECK(*checkpoint_directory(sub, "ppo", 3).latest() == d.path_for(5));  // nothing written yet
+  std::vector<std::string> own;
+  for (std::uint64_t step = 4; step <= 7; ++step) own.push_back(t.save(d, step, 10 * step));
+  CHECK(own[0] == (fs::path(sub) / "ppo-000000000004-1.rlkc").string());
+  CHECK(own[1] == (fs::path(sub) / "ppo-000000000005-1.rlkc").string());
+  CHECK(own[2] == d.path_for(6));
+  // Kept: the newest 3 of the run (5', 6', 7'), the file it resumed from (3), the abandoned 4 and 5.
+  CHECK(!fs::exists(own[0]));
+  CHECK(d.lineage() == std::vector<std::string>{resumed, own[1], own[2], own[3]});
+  CHECK(checkpoint_names(sub) ==
+        std::vector<std::string>{"ppo-000000000003.rlkc", "ppo-000000000004.rlkc", "ppo-000000000005-1.rlkc",
+                                 "ppo-000000000005.rlkc", "ppo-000000000006.rlkc", "ppo-000000000007.rlkc"});
+  CHECK(t.load(*checkpoint_directory(sub, "ppo", 3).latest()) == 70);
+
+  // The run stops; the next resumes from latest(). The file it resumed from is now kept instead,
+  // and 3, an ancestor older than that, goes with the rest of the chain beyond the newest 3.
+  checkpoint_directory next(sub, "ppo", 3);
+  const std::string from = *next.latest();
+  next.resumed_from(from);
+  t.save(next, 8, 80);
+  t.save(next, 9, 90);
+  t.save(next, 10, 100);
+  CHECK(checkpoint_names(sub) ==
+        std::vector<std::string>{"ppo-000000000004.rlkc", "ppo-000000000005.rlkc", "ppo-000000000007.rlkc",
+                                 "ppo-000000000008.rlkc", "ppo-000000000009.rlkc", "ppo-000000000010.rlkc"});
+  CHECK(t.load(d.path_for(4)) == 4);
+  CHECK(t.load(d.path_for(5)) == 5);
+  CHECK(t.load(*next.latest()) == 100);
+
+  // A file from elsewhere: a run of its own; nothing here is removed by it.
+  fs::copy_file(d.path_for(8), dir.file("elsewhere.rlkc"));
+  checkpoint_directory other(sub, "ppo", 1);
+  other.resumed_from(dir.file("elsewhere.rlkc"));
+  CHECK(*other.latest() == dir.file("elsewhere.rlkc"));
+  const std::string o = t.save(other, 9, 99);
+  CHECK(o == (fs::path(sub) / "ppo-000000000009-1.rlkc").string());
+  t.save(other, 10, 109);
+  CHECK(!fs::exists(o));
+  CHECK(checkpoint_names(sub).size() == 7);
+  CHECK(t.load(*checkpoint_directory(sub, "ppo", 1).latest()) == 109);
+
+  // A run from scratch removes nothing of the others either.
+  checkpoint_directory fresh(sub, "ppo", 1);
+  fresh.start_new_run();
+  CHECK_FALSE(fresh.latest().has_value());
+  t.save(fresh, 1, 1000);
+  t.save(fresh, 2, 2000);
+  CHECK(checkpoint_names(sub).size() == 8);
+  CHECK(t.load(*fresh.latest()) == 2000);
+  CHECK(t.load(*checkpoint_directory(sub, "ppo", 1).latest()) == 2000);
+}
+
+TEST_CASE("checkpoint_directory: directories written before the index load and resume", "[checkpoint]") {
+  temp_dir dir;
+  const std::string sub = dir.file("old");
+  tagged t;
+  checkpoint_directory d(sub, "sac", 2);
+  for (std::uint64_t step = 1000; step <= 4000; step += 1000) {
+    t.value = step;
+    t.c.save(d.path_for(step));  // what the earlier code wrote: the files alone, no index
+  }
+  REQUIRE_FALSE(fs::exists(d.index_path()));
+  CHECK(d.list() == std::vector<std::string>{d.path_for(1000), d.path_for(2000), d.path_for(3000), d.path_for(4000)});
+  CHECK(*d.latest() == d.path_for(4000));
+
+  SECTION("resume from the newest: the run goes on and rotates as before") {
+    checkpoint_directory r(sub, "sac", 2);
+    r.resumed_from(*r.latest());
+    t.save(r, 5000, 5);
+    t.save(r, 6000, 6);
+    CHECK(checkpoint_names(sub) ==
+          std::vector<std::string>{"sac-000000004000.rlkc", "sac-000000005000.rlkc", "sac-000000006000.rlkc"});
+    CHECK(t.load(*checkpoint_directory(sub, "sac", 2).latest()) == 6);
+  }
+  SECTION("resume from an older file: its ancestors go, the newer files stay") {
+    checkpoint_directory r(sub, "sac", 2);
+    r.resumed_from(d.path_for(2000));
+    const std::string p3 = t.save(r, 3000, 3);
+    CHECK(p3 == (fs::path(sub) / "sac-000000003000-1.rlkc").string());
+    CHECK(t.load(*checkpoint_directory(sub, "sac", 2).latest()) == 3);
+    t.save(r, 4000, 4);
+    CHECK(checkpoint_names(sub) ==
+          std::vector<std::string>{"sac-000000002000.rlkc", "sac-000000003000-1.rlkc", "sac-000000003000.rlkc",
+                                   "sac-000000004000-1.rlkc", "sac-000000004000.rlkc"});
+    CHECK(t.load(d.path_for(4000)) == 4000);
+  }
+  SECTION("an object told nothing continues the newest file") {
+    checkpoint_directory r(sub, "sac", 2);
+    t.save(r, 5000, 5);
+    CHECK(checkpoint_names(sub) == std::vector<std::string>{"sac-000000004000.rlkc", "sac-000000005000.rlkc"});
+  }
+}
+
+TEST_CASE("checkpoint_directory: a crash at any point of a save leaves a loadable latest()", "[checkpoint]") {
+  struct crash {};
+  for (int stage = 0; stage <= 4; ++stage) {
+    CAPTURE(stage);
+    temp_dir dir;
+    const std::string sub = dir.file("run");
+    tagged t;
+    {
+      checkpoint_directory d(sub, "ppo", 2);
+      d.start_new_run();
+      for (std::uint64_t step = 1; step <= 3; ++step) t.save(d, step, step);
+      static int crash_at = 0;
+      crash_at = stage;
+      detail::checkpoint_directory_crash_point = [](int s, const std::string& path) {
+        if (s != crash_at) return;
+        if (s == 0) std::ofstream(path + ".tmp.999999") << "half a checkpoint";  // a write cut short
+        throw crash{};
+      };
+      CHECK_THROWS_AS(t.save(d, 4, 4), crash);
+      detail::checkpoint_directory_crash_point = nullptr;
+    }
+    checkpoint_directory after(sub, "ppo", 2);
+    REQUIRE(after.latest().has_value());
+    const std::uint64_t v = t.load(*after.latest());
+    CHECK(v == (stage <= 1 ? 3u : 4u));
+    CHECK(fs::exists(after.path_for(3)));  // never removed before the index names its successor
+    // The next run resumes from latest() and rotates normally.
+    after.resumed_from(*after.latest());
+    t.save(after, 5, 5);
+    t.save(after, 6, 6);
+    CHECK(t.load(*checkpoint_directory(sub, "ppo", 2).latest()) == 6);
+    CHECK(fs::exists(after.path_for(5)));
+  }
+}
+
+TEST_CASE("checkpoint_directory: a damaged index is refused with its line, and nothing is written", "[checkpoint]") {
+  temp_dir dir;
+  const std::string sub = dir.file("run");
+  tagged t;
+  checkpoint_directory d(sub, "ppo", 2);
+  t.save(d, 1, 1);
+  std::string text;
+  {
+    std::ifstream in(d.index_path());
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  CHECK(text == "rlkernels checkpoint index 1\nhead 1\nresumed 0\nnext 2\nfile 1 1 0 ppo-000000000001.rlkc\n");
+  std::ofstream(d.index_path()) << "rlkernels checkpoint index 1\nhead 1\nresumed 0\nnext 2\nfile 1 1 5 ppo-000000000001.rlkc\n";
+  CHECK_THROWS_AS(d.latest(), checkpoint_error);
+  CHECK_THROWS_WITH(t.save(d, 2, 2), Catch::Contains(d.index_path()) && Catch::Contains("line 5") &&
+                                         Catch::Contains("parent 5 is not older"));
+  CHECK_FALSE(fs::exists(d.path_for(2)));
 }
 
 TEST_CASE("checkpoint: vec_env resumes exactly", "[checkpoint]") {
