@@ -22,10 +22,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -42,6 +44,28 @@ std::string shared_path(const char* stem) {
   std::uint64_t id = std::uint64_t(::getpid());
   world->broadcast_raw(&id, sizeof(id), 0, {}, "file name");
   return (std::filesystem::temp_directory_path() / (std::string(stem) + "-" + std::to_string(id) + ".rlkc")).string();
+}
+
+/// The shard files beside the manifest `path` ("<path>.<16 hex digits>.rank<r>"), by rank; a
+/// rank with several (an older save's left behind) appears once per file, after its first.
+std::vector<std::string> shard_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path manifest(path);
+  const std::string head = manifest.filename().string() + ".";
+  std::vector<std::pair<std::string, std::string>> found;  // (rank, path)
+  for (const fs::directory_entry& e : fs::directory_iterator(manifest.parent_path())) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < head.size() + 22 || name.compare(0, head.size(), head) != 0) continue;
+    const std::string rest = name.substr(head.size());  // 16 hex digits, ".rank", the rank
+    if (rest.compare(16, 5, ".rank") != 0 || rest.find(".tmp.") != std::string::npos) continue;
+    found.emplace_back(rest.substr(21), e.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.first.size() != b.first.size() ? a.first.size() < b.first.size() : a < b;
+  });
+  std::vector<std::string> out;
+  for (const auto& f : found) out.push_back(f.second);
+  return out;
 }
 
 template <class Agent>
@@ -220,7 +244,10 @@ void check_off_policy_resume(const Config& c, const char* stem) {
   CHECK(parameters(resumed) == parameters(first));
   CHECK(resumed.envs().observations().to_host() == first.envs().observations().to_host());
   world->barrier("checkpoint test");
-  if (world->rank() == 0) std::filesystem::remove(path);
+  if (world->rank() == 0) {
+    std::filesystem::remove(path);
+    for (const std::string& f : shard_files(path)) std::filesystem::remove(f);
+  }
 }
 
 /// Stands in for a GPU without one: its "device memory" is pages mapped PROT_NONE, opened only
@@ -461,19 +488,22 @@ TEST_CASE("distributed checkpoint: rank 0 gathers the sections, each rank receiv
     world->set_chunk_bytes(chunk);
     toy_state saved(r);
     detail::save_distributed_checkpoint(*world, saved.shared(), saved.local(), path, nullptr, 1, "test");
-    // Rank 0 wrote one file: the shared state, world_size and each rank's section.
+    // Rank 0 wrote the manifest (the shared state, world_size, the shard table, no rank's
+    // section); each rank's shard holds its own state as a one-process checkpoint of it (after
+    // the barrier: each rank removes its older shards itself once the manifest is committed).
+    world->barrier("saved");
     if (r == 0) {
       const std::vector<std::uint8_t> file = checkpoint::read_bytes(path);
       const auto split = checkpoint::split_from_memory(file.data(), file.size(),
-                                                       [](const std::string& n) { return n.compare(0, 5, "rank/") != 0; });
-      REQUIRE(split.payloads.size() == 2);
+                                                       [](const std::string& n) { return n != "shards"; });
+      REQUIRE(split.payloads.size() == 1);
+      const auto shards = shard_files(path);
+      REQUIRE(shards.size() == 2);
       for (int q = 0; q < 2; ++q) {
         toy_state expected(q);
         checkpoint c;
         expected.local()(c);
-        const auto bytes = c.save_to_memory();
-        const view<const std::uint8_t> got = split.payloads.at("rank/" + std::to_string(q));
-        CHECK(std::vector<std::uint8_t>(got.begin(), got.end()) == bytes);
+        CHECK(checkpoint::read_bytes(shards[std::size_t(q)]) == c.save_to_memory());
       }
     }
     // Load into changed state: restored; rank 1 received the shared state and its own section,
@@ -543,6 +573,206 @@ TEST_CASE("distributed checkpoint: rank 0 gathers the sections, each rank receiv
   if (r == 0) {
     std::filesystem::remove(path);
     std::filesystem::remove(path + ".3");
+    for (const std::string& f : shard_files(path)) std::filesystem::remove(f);
+  }
+}
+
+namespace {
+
+/// The world communicator, counting the bytes this rank receives from the others (what a
+/// collective brings into this rank's memory from another rank).
+class receive_counter final : public communicator {
+ public:
+  explicit receive_counter(mpi_communicator& inner) : inner_(inner) {}
+  std::uint64_t received = 0;
+  int rank() const noexcept override { return inner_.rank(); }
+  int size() const noexcept override { return inner_.size(); }
+  std::string name() const override { return inner_.name(); }
+  double timeout_seconds() const noexcept override { return inner_.timeout_seconds(); }
+  void all_reduce_raw(void* data, std::size_t count, element_kind kind, reduce_op op, reduction_order order,
+                      memory_location where, const char* what) override {
+    received += count * detail::element_bytes(kind) * std::size_t(size() - 1);
+    inner_.all_reduce_raw(data, count, kind, op, order, where, what);
+  }
+  void broadcast_raw(void* data, std::size_t bytes, int root, memory_location where, const char* what) override {
+    if (rank() != root) received += bytes;
+    inner_.broadcast_raw(data, bytes, root, where, what);
+  }
+  void all_gather_raw(const void* data, std::size_t bytes, void* out, const char* what) override {
+    received += bytes * std::size_t(size() - 1);
+    inner_.all_gather_raw(data, bytes, out, what);
+  }
+  std::vector<std::vector<std::uint8_t>> gather_bytes(const std::vector<std::uint8_t>& bytes, int root,
+                                                      const char* what) override {
+    auto parts = inner_.gather_bytes(bytes, root, what);
+    for (std::size_t q = 0; q < parts.size(); ++q)
+      if (int(q) != rank()) received += parts[q].size();
+    return parts;
+  }
+  std::vector<std::uint8_t> scatter_bytes(const std::vector<view<const std::uint8_t>>& parts, int root,
+                                          const char* what) override {
+    auto mine = inner_.scatter_bytes(parts, root, what);
+    if (rank() != root) received += mine.size();
+    return mine;
+  }
+  void barrier(const char* what) override { inner_.barrier(what); }
+  [[noreturn]] void abort(int code) noexcept override { inner_.abort(code); }
+
+ private:
+  mpi_communicator& inner_;
+};
+
+/// Shared weights and a rank's own buffer: rank 1's of 1 MiB (its replay buffer, say), rank 0's
+/// of 100 bytes.
+struct big_state {
+  std::vector<float> weights = std::vector<float>(64);
+  std::vector<std::uint8_t> buffer;
+  big_state(int rank, std::uint8_t salt) : buffer(rank == 1 ? std::size_t(1) << 20 : 100) {
+    for (std::size_t k = 0; k < weights.size(); ++k) weights[k] = float(k) + float(salt);
+    for (std::size_t k = 0; k < buffer.size(); ++k) buffer[k] = std::uint8_t(k * 7 + std::size_t(rank) * 31 + salt);
+  }
+  auto shared() {
+    return [this](checkpoint& c) { c.bind("weights", serial, make_view(weights)); };
+  }
+  auto local() {
+    return [this](checkpoint& c) { c.bind("buffer", serial, make_view(buffer)); };
+  }
+  bool operator==(const big_state& o) const { return weights == o.weights && buffer == o.buffer; }
+};
+
+}  // namespace
+
+TEST_CASE("distributed checkpoint: every rank writes its own shard, rank 0 commits the manifest last, no rank "
+          "receives another's state", "[distributed][checkpoint]") {
+  const int r = world->rank();
+  receive_counter counted(*world);
+  const std::string path = shared_path("rlk-mpi-test-shards");
+  namespace fs = std::filesystem;
+  const auto save = [&](big_state& s, const std::string& to) {
+    detail::save_distributed_checkpoint(counted, s.shared(), s.local(), to, nullptr, 1, "test");
+  };
+  const auto load = [&](big_state& s, const std::string& from) {
+    detail::load_distributed_checkpoint(counted, s.shared(), s.local(), from, "test");
+  };
+
+  // The save: rank 0 receives a few bytes (the shards' sizes and checksums), not rank 1's 1 MiB.
+  big_state saved(r, 1);
+  counted.received = 0;
+  save(saved, path);
+  CAPTURE(counted.received);
+  CHECK(counted.received < 4096);
+  world->barrier("saved");
+  if (r == 0) {
+    // The manifest and one shard per rank; the manifest holds no rank's state.
+    REQUIRE(fs::exists(path));
+    CHECK(fs::file_size(path) < 4096);
+    const std::vector<std::string> shards = shard_files(path);
+    REQUIRE(shards.size() == 2);
+    CHECK(shards[0].substr(shards[0].size() - 6) == ".rank0");
+    CHECK(shards[1].substr(shards[1].size() - 6) == ".rank1");
+    CHECK(fs::file_size(shards[1]) > (std::size_t(1) << 20));
+  }
+
+  // The load: every rank reads its own shard; rank 1 receives the shared state and its shard's
+  // entry, not its 1 MiB over the communicator.
+  big_state state(r, 2);
+  counted.received = 0;
+  load(state, path);
+  CHECK(state == saved);
+  CHECK(counted.received < 4096);
+
+  // Saved again to the same path: the new save's shards replace the old ones once its manifest
+  // is committed (one shard per rank remains).
+  big_state second(r, 3);
+  save(second, path);
+  world->barrier("saved again");
+  if (r == 0) CHECK(shard_files(path).size() == 2);
+  load(state, path);
+  CHECK(state == second);
+  // The manifest under another name (copied, renamed) still finds its shards: it names them.
+  if (r == 0) fs::copy_file(path, path + "-copy");
+  world->barrier("manifest copied");
+  big_state from_copy(r, 8);
+  load(from_copy, path + "-copy");
+  CHECK(from_copy == second);
+  world->barrier("copy loaded");
+  if (r == 0) fs::remove(path + "-copy");
+
+  // A save that fails before its manifest (rank 0's shared state throws after every shard was
+  // written): every rank throws, the previous checkpoint stays whole and loads.
+  big_state third(r, 4);
+  const auto failing_shared = [&](checkpoint&) { throw std::runtime_error("the manifest fails in this test"); };
+  if (r == 0) {
+    CHECK_THROWS_WITH(detail::save_distributed_checkpoint(counted, failing_shared, third.local(), path, nullptr, 2, "test"),
+                      Catch::Contains("the manifest fails in this test"));
+  } else {
+    CHECK_THROWS_WITH(detail::save_distributed_checkpoint(counted, third.shared(), third.local(), path, nullptr, 2, "test"),
+                      Catch::Contains("rank 0 could not write the checkpoint's manifest"));
+  }
+  world->barrier("failed save");
+  if (r == 0) CHECK(shard_files(path).size() == 2);
+  big_state after_failure(r, 5);
+  load(after_failure, path);
+  CHECK(after_failure == second);
+
+  // A shard of another save (rank 1's replaced by rank 0's file): refused on every rank, nothing loaded.
+  const std::vector<std::string> shards = r == 0 ? shard_files(path) : std::vector<std::string>();
+  if (r == 0) {
+    fs::copy_file(shards[1], shards[1] + ".kept");
+    fs::copy_file(shards[0], shards[1], fs::copy_options::overwrite_existing);
+  }
+  world->barrier("shard replaced");
+  big_state untouched(r, 6);
+  const big_state copy = untouched;
+  CHECK_THROWS_WITH(load(untouched, path), r == 1 ? Catch::Contains("does not belong to the checkpoint")
+                                                  : Catch::Contains("rank(s) 1 refused the checkpoint"));
+  CHECK(untouched == copy);
+
+  // A missing shard (a crash before rank 1's shard was written, or a lost file): refused on every
+  // rank with a message naming the shard, nothing loaded.
+  if (r == 0) fs::remove(shards[1]);
+  world->barrier("shard removed");
+  CHECK_THROWS_WITH(load(untouched, path), r == 1 ? Catch::Contains("the shard of rank 1 of the checkpoint")
+                                                  : Catch::Contains("rank(s) 1 refused the checkpoint"));
+  CHECK(untouched == copy);
+  if (r == 0) fs::rename(shards[1] + ".kept", shards[1]);
+  world->barrier("shard restored");
+  load(untouched, path);
+  CHECK(untouched == second);
+
+  // No manifest (a crash before rank 0 committed it): there is no checkpoint, on any rank.
+  if (r == 0) fs::remove(path);
+  world->barrier("manifest removed");
+  CHECK_THROWS_WITH(load(untouched, path), r == 0 ? Catch::Contains("cannot open") : Catch::Contains("rank 0 could not read"));
+
+  // A rotating directory (checkpoint_keep = 2): rotation removes a checkpoint's shards with its
+  // manifest; shards no manifest names (the interrupted save's) go too.
+  const std::string dir_name = path + ".dir";
+  std::optional<checkpoint_directory> dir;
+  if (r == 0) dir.emplace(dir_name, "toy", 2);
+  for (std::uint64_t step : {10, 20, 30}) {
+    big_state s(r, std::uint8_t(step));
+    detail::save_distributed_checkpoint(counted, s.shared(), s.local(), "", dir ? &*dir : nullptr, step, "test");
+  }
+  world->barrier("rotation");
+  if (r == 0) {
+    const std::vector<std::string> kept = dir->list();
+    REQUIRE(kept.size() == 2);
+    std::size_t shards = 0;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_name))
+      shards += e.path().filename().string().find(".rank") != std::string::npos;
+    CHECK(shards == 4);  // the 2 checkpoints' shards, no others
+    CHECK(shard_files(kept[0]).size() == 2);
+    CHECK(shard_files(kept[1]).size() == 2);
+  }
+  world->barrier("rotation checked");
+  big_state latest(r, 7);
+  load(latest, dir_name + "/toy-000000000030.rlkc");
+  CHECK(latest == big_state(r, 30));
+  world->barrier("checkpoint test");
+  if (r == 0) {
+    for (const std::string& f : shard_files(path)) fs::remove(f);
+    fs::remove_all(dir_name);
   }
 }
 
@@ -638,7 +868,10 @@ TEST_CASE("ppo: a run resumed from a 2-rank checkpoint continues bit for bit", "
   ppo<cartpole<float>, backend_t> alone(serial, c);
   if (world->rank() == 0) CHECK_THROWS_WITH(alone.load_checkpoint(path), Catch::Contains("missing section 'env/layout'"));
   world->barrier("checkpoint test");
-  if (world->rank() == 0) std::filesystem::remove(path);
+  if (world->rank() == 0) {
+    std::filesystem::remove(path);
+    for (const std::string& f : shard_files(path)) std::filesystem::remove(f);
+  }
 }
 
 TEST_CASE("ppo: a rank whose parameters differ from rank 0's is reported by every rank", "[distributed][ppo]") {

@@ -2,8 +2,9 @@
 // What the data-parallel trainers (PPO, SAC, TD3, DQN) share on top of a communicator: the
 // check that every rank runs the same config, the gradient of a batch as a sum of parts (this
 // process's env shards times its accumulation micro-batches, then the ranks in rank order), the
-// gathered episode statistics, the parameter checksum comparison, and checkpoints that rank 0
-// writes with every rank's own state as a section (docs/distributed.md).
+// gathered episode statistics, the parameter checksum comparison, and checkpoints in which every
+// rank writes its own state to a shard file and rank 0 commits a manifest last
+// (docs/distributed.md, docs/checkpoints.md).
 #pragma once
 
 #include "../core/backend.hpp"
@@ -16,12 +17,22 @@
 #include "../nn/serialize.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 namespace rlkernels {
 
@@ -288,97 +299,340 @@ inline void join_ranks(communicator& comm, const std::string& hyperparameters, s
               "; with ", comm.size(), " ranks every rank is one shard (leave env_shards at 1)");
 }
 
-/// A data-parallel checkpoint: rank 0 gathers every rank's own state (`bind_local`, saved to
-/// memory; each rank sends its section to rank 0 alone, in chunks: gather_bytes) and writes one
-/// file holding the shared state (`bind_shared`), the constant
-/// "world_size" and each rank's state as the section "rank/<r>", to `path` or as the next
-/// checkpoint of `dir` (rank 0's; null elsewhere). Rank 0's success is broadcast, so every rank
-/// throws if the write failed. Returns the path written (rank 0) or "".
+/// The shard file of rank `rank` of a data-parallel checkpoint whose manifest is `manifest`:
+/// beside it, "<stem>.<token, 16 hex digits>.rank<r>", where `stem` is the file name the save
+/// was given (the manifest's own, unless a rotating directory chose another) and `token` the
+/// number that save drew.
+inline std::string checkpoint_shard_path(const std::string& manifest, const std::string& stem, std::uint64_t token,
+                                         std::size_t rank) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(token));
+  return (std::filesystem::path(manifest).parent_path() / (stem + "." + hex + ".rank" + std::to_string(rank))).string();
+}
+
+/// The step of a rotating directory's checkpoint name "<family><digits>[-<n>].rlkc", or nullopt.
+inline std::optional<std::uint64_t> rotating_checkpoint_step(const std::string& name, const std::string& family) {
+  const std::string tail = ".rlkc";
+  if (family.empty() || name.size() <= family.size() + tail.size() || name.compare(0, family.size(), family) != 0 ||
+      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+    return std::nullopt;
+  std::string digits = name.substr(family.size(), name.size() - family.size() - tail.size());
+  const std::size_t dash = digits.find('-');
+  if (dash != std::string::npos) digits.resize(dash);
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (digits.empty() || digits.size() > 20 || !std::all_of(digits.begin(), digits.end(), digit)) return std::nullopt;
+  if (dash != std::string::npos) {
+    const std::string n = name.substr(family.size() + dash + 1, name.size() - tail.size() - family.size() - dash - 1);
+    if (n.empty() || !std::all_of(n.begin(), n.end(), digit)) return std::nullopt;
+  }
+  return std::uint64_t(std::strtoull(digits.c_str(), nullptr, 10));
+}
+
+/// Rank 0's `text` on every rank (its length, then its bytes).
+inline std::string broadcast_text(communicator& comm, std::string text, const char* what) {
+  std::uint64_t size = text.size();
+  comm.broadcast_raw(&size, sizeof(size), 0, {}, what);
+  text.resize(std::size_t(size));
+  if (size) comm.broadcast_raw(&text[0], text.size(), 0, {}, what);
+  return text;
+}
+
+/// The last 8 bytes of the checkpoint file at `path`: its CRC-64 (io/checkpoint_format.hpp), which
+/// a manifest records to tell this shard from another save's.
+/// @throw rlkernels::error if the file cannot be read
+inline std::uint64_t checkpoint_file_checksum(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  std::uint8_t tail[8];
+  const bool ok = file && std::fseek(file, -8, SEEK_END) == 0 && std::fread(tail, 1, 8, file) == 8;
+  if (file) std::fclose(file);
+  RLK_EXPECTS(ok, error, "rlkernels::checkpoint: cannot read the checksum of '", path, "'");
+  return get_le<std::uint64_t>(tail);
+}
+
+/// A save's token: a number no earlier save to the same path drew (the clock, the process and the
+/// step), so that a new save's shards never replace the shards a committed manifest names.
+inline std::uint64_t checkpoint_token(std::uint64_t step) {
+  const std::uint64_t parts[3] = {std::uint64_t(std::chrono::system_clock::now().time_since_epoch().count()),
+                                  std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()), step};
+  std::uint64_t h = fnv1a(parts, sizeof(parts));
+#if defined(__unix__) || defined(__APPLE__)
+  const long pid = long(::getpid());
+  h = fnv1a(&pid, sizeof(pid), h);
+#endif
+  return h;
+}
+
+/// After a committed save of the stem `stem` with `token`: removes this rank's (`rank`) shard
+/// files beside the manifest `manifest` that no manifest can name any more. Without a rotating
+/// directory (`family` ""): the older saves' shards of `stem` (another token). In a rotating
+/// directory whose checkpoint names start with `family` ("<prefix>-"), given the names of the
+/// checkpoints it keeps (`live`): the shards of steps no kept checkpoint has (rotated away, or
+/// an interrupted save's), and, when this save's checkpoint is the only one of its step, the
+/// older shards of its stem. Best effort: a file that stays is harmless. Each rank removes its
+/// own, so that this works without a shared file system.
+inline void remove_stale_shards(const std::string& manifest, const std::string& stem, std::uint64_t token,
+                                std::size_t rank, const std::string& family, const std::vector<std::string>& live) {
+  namespace fs = std::filesystem;
+  const fs::path m(manifest);
+  const fs::path dir = m.parent_path().empty() ? fs::path(".") : m.parent_path();
+  const std::string suffix = ".rank" + std::to_string(rank);
+  const std::optional<std::uint64_t> my_step = rotating_checkpoint_step(stem, family);
+  const auto kept_of_step = [&](std::uint64_t step) {
+    std::size_t n = 0;
+    for (const std::string& name : live) n += rotating_checkpoint_step(name, family) == step;
+    return n;
+  };
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= suffix.size() + 17 || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string rest = name.substr(0, name.size() - suffix.size());
+    const std::string hex = rest.substr(rest.size() - 16), owner = rest.substr(0, rest.size() - 17);
+    if (rest[rest.size() - 17] != '.' || !std::all_of(hex.begin(), hex.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        }))
+      continue;
+    const bool older = owner == stem && std::strtoull(hex.c_str(), nullptr, 16) != token;
+    if (family.empty()) {
+      if (older) stale.push_back(it->path());
+      continue;
+    }
+    const std::optional<std::uint64_t> step = rotating_checkpoint_step(owner, family);
+    if (!step || owner.find('-', family.size()) != std::string::npos) continue;  // not a stem this directory gives
+    const std::size_t kept = kept_of_step(*step);
+    if (kept == 0 || (older && my_step == step && kept == 1)) stale.push_back(it->path());
+  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
+}
+
+/// A data-parallel checkpoint, written by every rank in parallel: each rank writes its own state
+/// (`bind_local`: its envs, its replay buffer) to a shard file of its own, streamed from its
+/// memory as a one-process checkpoint is (no copy, nothing sent to another rank); when every
+/// shard is written, rank 0 commits the manifest at `path` (or as the next checkpoint of `dir`,
+/// rank 0's; null elsewhere): the shared state (`bind_shared`), the constant "world_size" and the
+/// section "shards" (uint8: this save's token, the number of ranks R, each rank's shard size and
+/// CRC-64, all little-endian uint64, then the shards' stem). Without a committed manifest the
+/// checkpoint does not exist, and a
+/// manifest only ever names shards that were written before it: a crash at any point leaves the
+/// previous checkpoint (its manifest names its own shards, which the new save does not touch)
+/// or the new one. After the commit each rank removes its shards that no manifest names any
+/// more (an older save of the same path, or checkpoints `dir` rotated away). Shards lie beside
+/// the manifest: "<stem>.<token>.rank<r>" (checkpoint_shard_path; the stem is the manifest's
+/// file name as given, dir->path_for(step)'s for a directory). If any rank fails, every rank
+/// throws and no manifest is written. Returns the manifest's path (rank 0) or "".
 template <class BindShared, class BindLocal>
 std::string save_distributed_checkpoint(communicator& comm, BindShared&& bind_shared, BindLocal&& bind_local,
                                         const std::string& path, const checkpoint_directory* dir,
                                         std::uint64_t step, const char* who) {
-  checkpoint local;
-  bind_local(local);
-  std::vector<std::vector<std::uint8_t>> parts = comm.gather_bytes(local.save_to_memory(), 0, "checkpoint");
+  const std::size_t ranks = std::size_t(comm.size()), me = std::size_t(comm.rank());
+  std::uint64_t plan[2] = {0, 0};  // the token, and whether `dir` rotates the manifests
+  std::string manifest;
+  if (me == 0) {
+    manifest = dir ? dir->path_for(step) : path;
+    plan[0] = checkpoint_token(step);
+    plan[1] = dir != nullptr;
+  }
+  comm.broadcast_raw(plan, sizeof(plan), 0, {}, "checkpoint token");
+  manifest = broadcast_text(comm, manifest, "checkpoint path");
+  RLK_EXPECTS(!manifest.empty(), std::invalid_argument, who, ": ", comm.where_am_i(),
+              ": the checkpoint's path is empty");
+  // Every rank writes its shard (atomically: checkpoint::save), streamed from its own memory.
+  const std::string stem = std::filesystem::path(manifest).filename().string();
+  const std::string shard = checkpoint_shard_path(manifest, stem, plan[0], me);
+  std::uint64_t entry[3] = {1, 0, 0};  // written, bytes, CRC-64
+  std::string failure;
+  try {
+    checkpoint local;
+    bind_local(local);
+    local.save(shard);
+    entry[1] = local.file_size();
+    entry[2] = checkpoint_file_checksum(shard);
+  } catch (const std::exception& e) {
+    entry[0] = 0;
+    failure = e.what();
+  }
+  std::vector<std::uint64_t> entries(3 * ranks);
+  comm.all_gather_raw(entry, sizeof(entry), entries.data(), "checkpoint shards");
+  std::string failed;
+  for (std::size_t r = 0; r < ranks; ++r)
+    if (!entries[3 * r]) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  std::error_code ignored;
+  if (!failed.empty()) {
+    std::filesystem::remove(shard, ignored);  // no manifest will name it
+    if (!entry[0]) throw error(failure);
+    throw error(std::string(who) + ": " + comm.where_am_i() + ": rank(s) " + failed +
+                " could not write their shard of the checkpoint '" + manifest +
+                "' (see their messages); no checkpoint was written");
+  }
+  // Rank 0 commits the manifest, the last file of the checkpoint.
   std::uint64_t ok = 1;
-  std::string failure, written;
-  if (comm.rank() == 0) {
+  std::string written, live;
+  if (me == 0) {
     try {
+      std::vector<std::uint8_t> table;
+      put_le<std::uint64_t>(table, plan[0]);
+      put_le<std::uint64_t>(table, ranks);
+      for (std::size_t r = 0; r < ranks; ++r) {
+        put_le<std::uint64_t>(table, entries[3 * r + 1]);
+        put_le<std::uint64_t>(table, entries[3 * r + 2]);
+      }
+      table.insert(table.end(), stem.begin(), stem.end());
       checkpoint c;
       bind_shared(c);
-      c.bind_constant("world_size", std::to_string(comm.size()));
-      for (std::size_t r = 0; r < parts.size(); ++r)
-        c.bind("rank/" + std::to_string(r), serial_backend{}, view<std::uint8_t>(parts[r].data(), parts[r].size()));
-      written = dir ? dir->save(c, step) : (c.save(path), path);
+      c.bind_constant("world_size", std::to_string(ranks));
+      c.bind("shards", serial_backend{}, view<std::uint8_t>(table.data(), table.size()));
+      written = dir ? dir->save(c, step) : (c.save(manifest), manifest);
+      if (dir)
+        for (const std::string& p : dir->list()) live += std::filesystem::path(p).filename().string() + "\n";
     } catch (const std::exception& e) {
       ok = 0;
       failure = e.what();
     }
   }
   comm.broadcast_raw(&ok, sizeof(ok), 0, {}, "checkpoint status");
-  if (comm.rank() == 0 && !ok) throw error(failure);
-  RLK_EXPECTS(ok, error, who, ": ", comm.where_am_i(), ": rank 0 could not write the checkpoint");
+  if (!ok) {
+    std::filesystem::remove(shard, ignored);
+    if (me == 0) throw error(failure);
+    throw error(std::string(who) + ": " + comm.where_am_i() + ": rank 0 could not write the checkpoint's manifest '" +
+                manifest + "' (see its message); no checkpoint was written");
+  }
+  // Committed: each rank removes its own shards that no manifest names any more.
+  std::vector<std::string> names;
+  std::string family;
+  if (plan[1]) {
+    live = broadcast_text(comm, live, "checkpoints kept");
+    for (std::size_t at = 0, end; (end = live.find('\n', at)) != std::string::npos; at = end + 1)
+      names.push_back(live.substr(at, end - at));
+    family = stem.substr(0, stem.rfind('-') + 1);  // "<prefix>-"
+  }
+  remove_stale_shards(manifest, stem, plan[0], me, family, names);
   return written;
 }
 
-/// Loads a checkpoint written by save_distributed_checkpoint with the same number of ranks, all
-/// or nothing: rank 0 reads the file (no shared file system needed) and splits it; the shared
-/// state (with "world_size") is broadcast, and each rank is sent its own section "rank/<r>" alone
-/// (scatter_bytes: no rank receives another's envs or replay buffer). Every rank checks the
-/// shared state and its section against what it binds; only when every rank accepts does any
-/// rank load.
+/// Loads a data-parallel checkpoint with the same number of ranks, all or nothing. Rank 0 reads
+/// the file at `path` (the path every rank uses is rank 0's) and broadcasts its shared state
+/// (with "world_size"). A manifest (save_distributed_checkpoint) names each rank's shard: rank r
+/// receives its own entry (token, size, checksum) and reads its shard itself, beside the manifest
+/// (each rank's file system must hold its own shard: a shared one, or the disks of the machines
+/// that wrote them); a shard that is missing, of another size or checksum (another save's) is
+/// refused. A single file as earlier versions wrote it (each rank's state in a section
+/// "rank/<r>") is split by rank 0, which sends each rank its own section alone (scatter_bytes).
+/// Every rank checks the shared state and its own state against what it binds; only when every
+/// rank accepts does any rank load.
 /// @throw checkpoint_error on every rank if rank 0 cannot read or split the file, or if any rank
-///        refuses its part (another config or world size, damaged): the refusing rank throws its
-///        own reason, the others name it; no rank's state has changed then
+///        refuses its part (another config or world size, a missing or damaged shard): the
+///        refusing rank throws its own reason, the others name it; no rank's state has changed then
 template <class BindShared, class BindLocal>
 void load_distributed_checkpoint(communicator& comm, BindShared&& bind_shared, BindLocal&& bind_local,
                                  const std::string& path, const char* who) {
   const std::size_t ranks = std::size_t(comm.size()), me = std::size_t(comm.rank());
   std::vector<std::uint8_t> file, shared;
   std::vector<view<const std::uint8_t>> sections;
-  std::uint64_t shared_size = 0;
+  std::vector<std::vector<std::uint8_t>> shard_entries;  // rank 0, a manifest: each rank's token, size, checksum, stem
+  std::uint64_t head[2] = {0, 0};           // the shared state's size (~0: refused), sharded (1) or not
   std::string failure;
   if (me == 0) {
     try {
       file = checkpoint::read_bytes(path);
+      bool sharded = false;
       checkpoint::split_sections split = checkpoint::split_from_memory(
-          file.data(), file.size(), [](const std::string& name) { return name.compare(0, 5, "rank/") != 0; }, path);
-      for (std::size_t r = 0; r < ranks; ++r) {
-        const auto it = split.payloads.find("rank/" + std::to_string(r));
-        if (it == split.payloads.end() || split.payloads.size() != ranks)
-          throw checkpoint_error("rlkernels::checkpoint::load: '" + path + "': holds the sections of " +
-                                 std::to_string(split.payloads.size()) + " ranks ('rank/<r>'); this run has " +
-                                 std::to_string(ranks) + " (a data-parallel checkpoint resumes on as many ranks as "
-                                 "wrote it)");
-        sections.push_back(it->second);
+          file.data(), file.size(),
+          [&sharded](const std::string& name) {
+            if (name == "shards") sharded = true;
+            return name != "shards" && name.compare(0, 5, "rank/") != 0;
+          },
+          path);
+      if (sharded) {
+        const view<const std::uint8_t> table = split.payloads.at("shards");
+        const std::string prefix = "rlkernels::checkpoint::load: '" + path + "': ";
+        const std::uint64_t held = table.size() >= 16 ? get_le<std::uint64_t>(table.data() + 8) : 0;
+        if (split.payloads.size() != 1 || table.size() < 16 || held == 0 || held > (table.size() - 16) / 16 ||
+            table.size() - 16 - 16 * held == 0)
+          throw checkpoint_error(prefix + "corrupt: a manifest with a shard table of " +
+                                 std::to_string(table.size()) + " bytes and " +
+                                 std::to_string(split.payloads.size() - 1) + " 'rank/<r>' sections");
+        if (held != ranks)
+          throw checkpoint_error(prefix + "holds the shards of " + std::to_string(held) + " ranks; this run has " +
+                                 std::to_string(ranks) +
+                                 " (a data-parallel checkpoint resumes on as many ranks as wrote it)");
+        const std::uint8_t* stem = table.data() + 16 + 16 * ranks;
+        for (std::size_t r = 0; r < ranks; ++r) {
+          std::vector<std::uint8_t> e(table.data(), table.data() + 8);  // token, size, checksum, stem
+          e.insert(e.end(), table.data() + 16 + 16 * r, table.data() + 32 + 16 * r);
+          e.insert(e.end(), stem, table.data() + table.size());
+          shard_entries.push_back(std::move(e));
+        }
+        for (const auto& e : shard_entries) sections.push_back(view<const std::uint8_t>(e.data(), e.size()));
+      } else {
+        for (std::size_t r = 0; r < ranks; ++r) {
+          const auto it = split.payloads.find("rank/" + std::to_string(r));
+          if (it == split.payloads.end() || split.payloads.size() != ranks)
+            throw checkpoint_error("rlkernels::checkpoint::load: '" + path + "': holds the sections of " +
+                                   std::to_string(split.payloads.size()) + " ranks ('rank/<r>'); this run has " +
+                                   std::to_string(ranks) + " (a data-parallel checkpoint resumes on as many ranks as "
+                                   "wrote it)");
+          sections.push_back(it->second);
+        }
       }
       shared = std::move(split.kept);
-      shared_size = shared.size();
+      head[0] = shared.size();
+      head[1] = sharded;
     } catch (const std::exception& e) {
       failure = e.what();
-      shared_size = ~0ull;
+      head[0] = ~0ull;
     }
   }
-  comm.broadcast_raw(&shared_size, sizeof(shared_size), 0, {}, "checkpoint shared state size");
-  if (shared_size == ~0ull) {
+  comm.broadcast_raw(head, sizeof(head), 0, {}, "checkpoint shared state size");
+  if (head[0] == ~0ull) {
     if (me == 0) throw checkpoint_error(failure);
     throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": rank 0 could not read the checkpoint '" +
                            path + "', or refused it (see its message); nothing was loaded");
   }
-  shared.resize(std::size_t(shared_size));
+  const std::string manifest = broadcast_text(comm, me == 0 ? path : std::string(), "checkpoint path");
+  shared.resize(std::size_t(head[0]));
   comm.broadcast_raw(shared.data(), shared.size(), 0, {}, "checkpoint shared state");
-  const std::vector<std::uint8_t> mine = comm.scatter_bytes(sections, 0, "checkpoint sections");
+  std::vector<std::uint8_t> mine = comm.scatter_bytes(sections, 0, "checkpoint sections");
   file.clear();
   file.shrink_to_fit();
   checkpoint c, local;
   bind_shared(c);
   c.bind_constant("world_size", std::to_string(ranks));
   bind_local(local);
-  const std::string source = path + " (rank " + std::to_string(me) + ")";
+  std::string source = manifest + " (rank " + std::to_string(me) + ")";
   std::string refusal;
   try {
-    c.check_from_memory(shared.data(), shared.size(), path);
+    c.check_from_memory(shared.data(), shared.size(), manifest);
+    if (head[1]) {
+      // This rank's shard, checked against the manifest's entry: a shard of another save (one
+      // interrupted after its shards, before its manifest) is never taken for this one.
+      RLK_EXPECTS(mine.size() > 24, checkpoint_error, "rlkernels::checkpoint::load: '", manifest,
+                  "': corrupt shard entry for rank ", me);
+      const std::uint64_t token = get_le<std::uint64_t>(mine.data()), bytes = get_le<std::uint64_t>(mine.data() + 8),
+                          crc = get_le<std::uint64_t>(mine.data() + 16);
+      const std::string stem(mine.begin() + 24, mine.end());
+      RLK_EXPECTS(stem.find('/') == std::string::npos && stem != "." && stem != "..", checkpoint_error,
+                  "rlkernels::checkpoint::load: '", manifest, "': corrupt shard name '", stem, "'");
+      source = checkpoint_shard_path(manifest, stem, token, me);
+      std::vector<std::uint8_t> shard;
+      try {
+        shard = checkpoint::read_bytes(source);
+      } catch (const checkpoint_error& e) {
+        throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": the shard of rank " +
+                               std::to_string(me) + " of the checkpoint '" + manifest +
+                               "' is missing or unreadable (an incomplete checkpoint, or a file system this rank "
+                               "does not share): " + e.what());
+      }
+      const std::uint64_t got = shard.size() >= 8 ? get_le<std::uint64_t>(shard.data() + shard.size() - 8) : 0;
+      if (shard.size() != bytes || got != crc)
+        throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": the shard '" + source +
+                               "' does not belong to the checkpoint '" + manifest + "': " +
+                               std::to_string(shard.size()) + " bytes with checksum " + std::to_string(got) +
+                               ", the manifest records " + std::to_string(bytes) + " bytes with checksum " +
+                               std::to_string(crc));
+      mine = std::move(shard);
+    }
     local.check_from_memory(mine.data(), mine.size(), source);
   } catch (const checkpoint_error& e) {
     refusal = e.what();
@@ -391,21 +645,22 @@ void load_distributed_checkpoint(communicator& comm, BindShared&& bind_shared, B
     if (refused[r]) others += (others.empty() ? "" : ", ") + std::to_string(r);
   if (!others.empty())
     throw checkpoint_error(std::string(who) + ": " + comm.where_am_i() + ": rank(s) " + others +
-                           " refused the checkpoint '" + path + "' (see their messages); no rank loaded it");
-  c.load_from_memory(shared.data(), shared.size(), path);
+                           " refused the checkpoint '" + manifest + "' (see their messages); no rank loaded it");
+  c.load_from_memory(shared.data(), shared.size(), manifest);
   local.load_from_memory(mine.data(), mine.size(), source);
 }
 
 /// A trainer's checkpoint in two halves, the state every rank holds alike (`shared`) and each
 /// rank's own (`local`: its envs, its replay buffer), saved and loaded as one process's file or
-/// as a data-parallel one (save_distributed_checkpoint). The trainers' save_checkpoint and
+/// as a data-parallel manifest and shards (save_distributed_checkpoint). The trainers' save_checkpoint and
 /// load_checkpoint are these calls.
 template <class Shared, class Local>
 class trainer_state {
  public:
   trainer_state(communicator& comm, Shared shared, Local local, const char* who)
       : comm_(comm), shared_(shared), local_(local), who_(who) {}
-  /// Writes `path` atomically (rank 0 of a data-parallel run; every rank calls it).
+  /// Writes `path` atomically (a data-parallel run: every rank calls it, writes its shard beside
+  /// `path`, and rank 0 commits the manifest `path` last).
   void save(const std::string& path, std::uint64_t step) {
     if (comm_.size() > 1) {
       save_distributed_checkpoint(comm_, shared_, local_, path, nullptr, step, who_);
@@ -432,8 +687,8 @@ class trainer_state {
     }
     save(checkpoint_directory(dir, prefix, keep), step);
   }
-  /// Loads `path` (rank 0 reads it and sends the others the shared state and their sections in a
-  /// data-parallel run; all or nothing).
+  /// Loads `path` (a data-parallel run: rank 0 reads the manifest and sends the others the shared
+  /// state, each rank reads its own shard; all or nothing).
   void load(const std::string& path) {
     if (comm_.size() > 1) {
       load_distributed_checkpoint(comm_, shared_, local_, path, who_);
