@@ -668,6 +668,9 @@ TEST_CASE("checkpoint_directory: directories written before the index load and r
     r.resumed_from(d.path_for(2000));
     const std::string p3 = t.save(r, 3000, 3);
     CHECK(p3 == (fs::path(sub) / "sac-000000003000-1.rlkc").string());
+    CHECK(t.save(r, 3000, 33) == p3);  // the run's own file of the same step is replaced
+    CHECK(t.load(p3) == 33);
+    t.save(r, 3000, 3);
     CHECK(t.load(*checkpoint_directory(sub, "sac", 2).latest()) == 3);
     t.save(r, 4000, 4);
     CHECK(checkpoint_names(sub) ==

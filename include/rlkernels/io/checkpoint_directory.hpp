@@ -147,17 +147,16 @@ public:
     const entry* p = find(ix, parent);
     if (pinned != 0 && !find(ix, pinned)) pinned = 0;
 
-    // The name: the plain one, unless it holds a file to keep (the parent itself is replaced).
+    // The name: the run's own previous file of the same step is replaced; otherwise the plain
+    // name, unless it holds a file to keep.
     std::string name = name_for(step, 0);
-    bool replaces_parent = false;
-    if (exists(name)) {
-      if (p && p->name == name && parent != pinned) {
-        replaces_parent = true;
-      } else {
-        for (std::uint64_t n = 1;; ++n) {
-          name = name_for(step, n);
-          if (!exists(name) && !find_name(ix, name)) break;
-        }
+    const bool replaces_parent = p && p->step == step && parent != pinned;
+    if (replaces_parent) {
+      name = p->name;
+    } else if (exists(name)) {
+      for (std::uint64_t n = 1;; ++n) {
+        name = name_for(step, n);
+        if (!exists(name) && !find_name(ix, name)) break;
       }
     }
     const std::string path = path_of(name);
