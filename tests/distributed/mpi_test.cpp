@@ -769,6 +769,26 @@ TEST_CASE("distributed checkpoint: every rank writes its own shard, rank 0 commi
   big_state latest(r, 7);
   load(latest, dir_name + "/toy-000000000030.rlkc");
   CHECK(latest == big_state(r, 30));
+  // A run resumed from step 20 saves step 30 again: the directory keeps the abandoned run's
+  // checkpoint of step 30 and names the new one otherwise; each loads with its own shards.
+  std::optional<checkpoint_directory> resumed;
+  if (r == 0) {
+    resumed.emplace(dir_name, "toy", 2);
+    resumed->resumed_from(dir_name + "/toy-000000000020.rlkc");
+  }
+  big_state again(r, 31);
+  const std::string written = detail::broadcast_text(
+      *world,
+      detail::save_distributed_checkpoint(counted, again.shared(), again.local(), "", resumed ? &*resumed : nullptr, 30,
+                                          "test"),
+      "written");
+  CHECK(written != dir_name + "/toy-000000000030.rlkc");
+  world->barrier("saved again in the directory");
+  big_state abandoned(r, 7), continued(r, 7);
+  load(abandoned, dir_name + "/toy-000000000030.rlkc");
+  CHECK(abandoned == big_state(r, 30));
+  load(continued, written);
+  CHECK(continued == again);
   world->barrier("checkpoint test");
   if (r == 0) {
     for (const std::string& f : shard_files(path)) fs::remove(f);
