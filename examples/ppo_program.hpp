@@ -40,6 +40,14 @@ inline std::vector<rlk_example::option<config>> hyperparameters() {
       field("--vf-coef", &config::vf_coef),
       field("--max-grad-norm", &config::max_grad_norm),
       field("--target-kl", &config::target_kl),
+      {"--kl-estimator", "k3|analytic",
+       [](config& c, const std::string& v) {
+         if (v == "k3") c.kl_estimator = rlkernels::ppo_kl_estimator::k3;
+         else if (v == "analytic") c.kl_estimator = rlkernels::ppo_kl_estimator::analytic;
+         else throw std::invalid_argument("--kl-estimator takes k3 or analytic, got '" + v + "'");
+       },
+       "the KL that --adaptive-kl and --target-kl read: k3 (CleanRL's estimate, any env) or analytic (the "
+       "Gaussian policies' exact KL, rl_games'; continuous actions)"},
       field("--norm-obs", &config::normalize_observations),
       field("--norm-reward", &config::normalize_rewards),
       field("--init-log-std", &config::init_log_std),
@@ -82,7 +90,7 @@ int run(Backend backend, const rlk_example::command_line<config>& cl, const rlke
   auto columns = [](const ppo_iteration_stats& s) -> std::vector<rlk_example::stat> {
     using rlk_example::real;
     return {real("policy_loss", s.policy_loss), real("value_loss", s.value_loss), real("entropy", s.entropy),
-            real("approx_kl", s.approx_kl),     real("clip_fraction", s.clip_fraction),
+            real("approx_kl", s.approx_kl),     real("epoch_kl", s.epoch_kl),  real("clip_fraction", s.clip_fraction),
             real("learning_rate", s.learning_rate)};
   };
   const int status = rlk_example::train_and_report(agent, program, cl.run, id, c.seed, columns, rlk_example::no_stats{});

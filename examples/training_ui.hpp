@@ -18,6 +18,8 @@
 #if defined(RLK_EXAMPLE_NCCL) && RLK_HAS_CUDA
 #include <rlkernels/distributed/nccl.hpp>
 #endif
+#include <rlkernels/envs/failed_steps.hpp>
+#include <rlkernels/envs/mujoco/full_capacity.hpp>
 #include <rlkernels/envs/mujoco/task_env.hpp>
 #include <rlkernels/envs/param_fields.hpp>
 #include <rlkernels/envs/registry.hpp>
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -308,6 +311,13 @@ struct has_checkpoints<Trainer, std::void_t<decltype(std::declval<Trainer&>().lo
                                             decltype(std::declval<Trainer&>().bind_checkpoint(
                                                 std::declval<rlkernels::checkpoint&>()))>> : std::true_type {};
 
+/// Trainers that keep their automatic checkpoints' directory: checkpoints().
+template <class Trainer, class = void>
+struct has_automatic_checkpoints : std::false_type {};
+template <class Trainer>
+struct has_automatic_checkpoints<Trainer, std::void_t<decltype(std::declval<const Trainer&>().checkpoints())>>
+    : std::true_type {};
+
 /// Trainers that train data-parallel: comm() and save_checkpoint(checkpoint_directory).
 template <class Trainer, class = void>
 struct has_communicator : std::false_type {};
@@ -367,6 +377,9 @@ struct run_options {
   std::string export_policy;      ///< where to write the trained deterministic policy (empty: nowhere)
   std::string distributed = "auto";   ///< auto (from the launcher's environment), none, mpi or nccl
   double distributed_timeout = 300;   ///< seconds a collective waits for the other ranks
+  /// Stop the run once more than this fraction of its env steps failed (the physics could not take
+  /// them: over capacity or unstable; each ended its episode as truncated). 1 never stops.
+  double max_failed_fraction = 1e-3;
   /// --env-param NAME=VALUE, in order: fields of the env's Params (rlkernels/envs/param_fields.hpp)
   /// set before the envs are built; they apply to training and to the final evaluation
   std::vector<std::pair<std::string, std::string>> env_params;
@@ -448,6 +461,11 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
     }
     else if (arg == "--eval-episodes") o.eval_episodes = parse_count(arg, value());
     else if (arg == "--stop-at") o.stop_at = parse_real(arg, value());
+    else if (arg == "--max-failed-fraction") {
+      o.max_failed_fraction = parse_real(arg, value());
+      if (!(o.max_failed_fraction >= 0 && o.max_failed_fraction <= 1))
+        throw std::invalid_argument("--max-failed-fraction must be in [0, 1], got " + std::string(argv[i]));
+    }
     else if (arg == "--resume" && !checkpoint.empty()) o.resume = value();
     else if (arg == "--evaluate-only" && !checkpoint.empty()) o.evaluate_only = true;
     else if (arg == "--export-policy" && p.exports_policy) o.export_policy = value();
@@ -471,6 +489,8 @@ command_line<Config> parse_command_line(int argc, char** argv, const program& p,
           {"--no-plot", "write the CSV only"},
           {"--eval-episodes K", "deterministic evaluation episodes at the end (default 100; 0 skips)"},
           {"--stop-at R", "stop once the mean return of the last 100 episodes reaches R"},
+          {"--max-failed-fraction X", "stop once more than X of the env steps failed in the physics (over capacity "
+                                      "or unstable; each truncates its episode; default 0.001, 1: never)"},
           {"--env-param NAME=VALUE", "set a field of the env's parameters, for training and evaluation (repeatable; "
                                      "an unknown NAME lists the env's fields)"},
           {"--quiet", "no progress line"}};
@@ -681,9 +701,30 @@ void apply_env_params(const run_options& run, rlkernels::registered_env<Env>& en
   }
 }
 
+namespace detail {
+/// The entry of full_capacity_t<Env>: the same id and settings, field by field (the two envs have
+/// the same param_fields), with the full-capacity env's own model.
+template <class Env>
+rlkernels::registered_env<rlkernels::full_capacity_t<Env>> full_capacity_entry(const rlkernels::registered_env<Env>& e) {
+  using full = rlkernels::full_capacity_t<Env>;
+  rlkernels::registered_env<full> out{typename full::Params{}, e.info};
+  rlkernels::param_fields<full>::visit(out.params, [&](const char* name, auto& to) {
+    rlkernels::param_fields<Env>::visit(e.params, [&](const char* from_name, const auto& from) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(to)>, std::decay_t<decltype(from)>>) {
+        if (std::string(name) == from_name) std::memcpy(&to, &from, sizeof to);
+      }
+    });
+  });
+  return out;
+}
+}  // namespace detail
+
 /// Calls f(entry) with the registry entry of run.env, its Params changed by run.env_params
 /// (printed), if Trains<Env>::value holds for its env type (only those instantiate f, which keeps
-/// compile times down), otherwise throws std::invalid_argument(refusal).
+/// compile times down), otherwise throws std::invalid_argument(refusal). The host build trains
+/// the MuJoCo envs with full capacity (full_capacity_t: room for every contact their pairs can
+/// make, at no measurable cost on the host; docs/physics.md), so no step overflows there; the CUDA
+/// build keeps the measured capacities, whose workspaces fit a GPU thread.
 template <template <class> class Trains, class F>
 int with_env(const run_options& run, const std::string& refusal, F&& f) {
   int rc = 0;
@@ -693,7 +734,14 @@ int with_env(const run_options& run, const std::string& refusal, F&& f) {
       throw std::invalid_argument(refusal);
     } else {
       apply_env_params(run, entry);
-      rc = f(entry);
+#if !RLK_HAS_CUDA
+      if constexpr (!std::is_same_v<rlkernels::full_capacity_t<Env>, Env>) {
+        rc = f(detail::full_capacity_entry(entry));
+      } else
+#endif
+      {
+        rc = f(entry);
+      }
     }
   });
   return rc;
@@ -980,6 +1028,77 @@ void print_evaluation(Trainer& agent, std::size_t episodes, std::uint64_t seed) 
                 *std::max_element(v.mean_x_velocity.begin(), v.mean_x_velocity.end()), lm, ls);
   }
 }
+/// The directory of the last checkpoint, so that it rotates with the run's own files: the
+/// trainer's automatic checkpoints' (checkpoint_every > 0), or one told how the run began
+/// (--resume FILE or from scratch).
+template <class Trainer>
+rlkernels::checkpoint_directory last_checkpoint_directory(const Trainer& agent, const program& p,
+                                                          const run_options& opt) {
+  const auto& c = agent.config();
+  if constexpr (has_automatic_checkpoints<Trainer>::value) {
+    if (agent.checkpoints() && agent.checkpoints()->prefix() == p.file_prefix) return *agent.checkpoints();
+  }
+  rlkernels::checkpoint_directory dir(c.checkpoint_dir, p.file_prefix, c.checkpoint_keep);
+  if (opt.resume.empty()) dir.start_new_run();
+  else dir.resumed_from(opt.resume);
+  return dir;
+}
+}  // namespace detail
+
+namespace detail {
+/// {contacts, rows} of an env's physics workspace ({-1, -1} without one).
+template <class Env, class = void>
+struct workspace_of {
+  static constexpr int ncon = -1, nefc = -1;
+};
+template <class Env>
+struct workspace_of<Env, std::void_t<decltype(Env::dims::ncon), decltype(Env::dims::nefc)>> {
+  static constexpr int ncon = Env::dims::ncon, nefc = Env::dims::nefc;
+};
+
+/// "N of M env steps (P %): A over capacity, B unstable".
+inline std::string failed_steps_summary(const rlkernels::failed_step_counts& f, std::uint64_t steps) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%llu of %llu env steps (%.3g %%): %llu over capacity, %llu unstable",
+                (unsigned long long)f.total(), (unsigned long long)steps,
+                steps ? 100.0 * double(f.total()) / double(steps) : 0.0, (unsigned long long)f.capacity_overflows,
+                (unsigned long long)f.unstable_steps);
+  return buf;
+}
+
+/// Why a run stopped at --max-failed-fraction, and what to raise.
+template <class Env>
+std::string failed_steps_message(const program& p, const std::string& env_id, const rlkernels::failed_step_counts& f,
+                                 std::uint64_t steps, double max_fraction) {
+  std::ostringstream m;
+  char share[160];
+  std::snprintf(share, sizeof share, "%llu of %llu env steps of ", (unsigned long long)f.total(),
+                (unsigned long long)steps);
+  char split[160];
+  std::snprintf(split, sizeof split, " (%.3g %%: %llu over capacity, %llu unstable)",
+                steps ? 100.0 * double(f.total()) / double(steps) : 0.0, (unsigned long long)f.capacity_overflows,
+                (unsigned long long)f.unstable_steps);
+  m << p.name << " stopped: the physics could not take " << share << env_id << split
+    << ", more than --max-failed-fraction " << max_fraction << " (each ended its episode as truncated).";
+  if (f.capacity_overflows > 0) {
+    m << " Over capacity: those steps needed more contacts or constraint rows than the env's workspace holds ("
+      << workspace_of<Env>::ncon << " contacts and " << workspace_of<Env>::nefc << " rows per env).";
+    using full = rlkernels::full_capacity_t<Env>;
+    if constexpr (!std::is_same_v<full, Env>) {
+      m << " Raise them: the host build (" << p.name << " --backend openmp) gives every env full capacity ("
+        << workspace_of<full>::ncon << " contacts, " << workspace_of<full>::nefc
+        << " rows); in C++, rlkernels::full_capacity_t<Env> or physics::dims_with_capacity<Dims, contacts, rows> "
+           "as the env's Dims; in Python, make_vec(..., capacity='full').";
+    } else {
+      m << " Raise them: physics::dims_with_capacity<Dims, contacts, rows> as the env's Dims (docs/physics.md).";
+    }
+  }
+  if (f.unstable_steps > 0)
+    m << " Unstable: a position, velocity or acceleration became non-finite or above 1e10 (the simulation "
+         "diverged); check the --env-param values and the actions' range.";
+  m << " --max-failed-fraction 1 trains on regardless (docs/physics.md, \"When a step fails\").";
+  return m.str();
+}
 }  // namespace detail
 
 /// @brief Trains `agent` to its end (or to --stop-at) with the examples' user interface, then
@@ -1003,6 +1122,8 @@ template <class Trainer, class Columns, class Progress, class Merge = last_updat
 int train_and_report(Trainer& agent, const program& p, const run_options& opt, const std::string& env_id,
                      std::uint64_t seed, Columns&& columns, Progress&& progress, Merge&& merge = {}) {
   using stats_type = std::decay_t<decltype(agent.iterate())>;
+  using env_t = typename Trainer::env_type::env_type;
+  constexpr bool counts_failures = rlkernels::counts_failed_steps_v<env_t>;
   // Data parallel: every rank trains; rank 0 alone reports, writes the curve and evaluates.
   bool root = true;
   if constexpr (has_communicator<Trainer>::value) root = agent.comm().rank() == 0;
@@ -1080,11 +1201,25 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
         else std::snprintf(buf, sizeof buf, "%.3g", f.value);
         fields += (fields.empty() ? " | " : " ") + f.name + "=" + buf;
       }
+      if (counts_failures) {  // the physics' failed steps so far, of any kind
+        char buf[48];
+        std::snprintf(buf, sizeof buf, " | failed steps %llu", (unsigned long long)agent.failed_steps().total());
+        fields += buf;
+      }
       std::printf("%s%9llu steps | %8.0f steps/s | mean return (last %3llu episodes) %8.2f%s | %6.1f s%s",
                   terminal ? "\r" : "", (unsigned long long)s.global_step, sps,
                   (unsigned long long)window.episodes(), window.mean(), fields.c_str(), elapsed,
                   terminal ? "" : "\n");
       std::fflush(stdout);
+    }
+    if constexpr (counts_failures) {
+      // Every rank holds the totals of all ranks: all stop together.
+      const rlkernels::failed_step_counts f = agent.failed_steps();
+      if (double(f.total()) > opt.max_failed_fraction * double(agent.global_step())) {
+        if (root && !opt.quiet && terminal) std::printf("\n");
+        throw std::runtime_error(detail::failed_steps_message<env_t>(p, env_id, f, agent.global_step(),
+                                                                     opt.max_failed_fraction));
+      }
     }
     if (reached) break;
   }
@@ -1116,6 +1251,10 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
                   elapsed > 0 ? 100.0 * st.seconds / elapsed : 0.0);
     }
   }
+  if constexpr (counts_failures) {
+    std::printf("failed env steps (the physics could not take them; each truncated its episode): %s\n",
+                detail::failed_steps_summary(agent.failed_steps(), agent.global_step()).c_str());
+  }
   if (reached_at >= 0) {
     std::printf("reached a mean return of %g over the last 100 episodes after %.2f s and %llu env steps\n", opt.stop_at,
                 reached_at, (unsigned long long)reached_step);
@@ -1124,7 +1263,7 @@ int train_and_report(Trainer& agent, const program& p, const run_options& opt, c
   if constexpr (has_checkpoints<Trainer>::value && has_checkpoint_fields<std::decay_t<decltype(agent.config())>>::value) {
     const auto& c = agent.config();
     if (!c.checkpoint_dir.empty()) {
-      rlkernels::checkpoint_directory dir(c.checkpoint_dir, p.file_prefix, c.checkpoint_keep);
+      const rlkernels::checkpoint_directory dir = detail::last_checkpoint_directory(agent, p, opt);
       if constexpr (has_communicator<Trainer>::value) {
         std::printf("checkpoint: %s\n", agent.save_checkpoint(dir).c_str());
       } else {

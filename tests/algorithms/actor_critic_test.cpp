@@ -4,6 +4,7 @@
 // bit for bit, the act/evaluate contract, config validation, and learning on Pendulum-v1.
 #include "../test_backend.hpp"
 #include "../test_files.hpp"
+#include "failing_env.hpp"
 
 #include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/algorithms/sac.hpp>
@@ -811,6 +812,23 @@ TEST_CASE("td3: save_policy, then load and act, gives the agent's deterministic 
     spread = std::max(spread, std::abs(a));
   }
   CHECK(spread > 0.1);  // the check above is not between two zeros
+}
+
+TEST_CASE("sac and td3: every iteration's statistics count the envs' failed steps", "[failed_steps]") {
+  const auto same = [](std::uint64_t a, std::uint64_t b) { CHECK(a == b); };
+  sac_config s = small_sac();
+  s.num_envs = 3;
+  s.total_timesteps = 3 * 60;
+  sac<rlk_test::failing_env<double, false>, backend_t> sac_agent(rlk_test::backend(), s);
+  const failed_step_counts a = rlk_test::train_and_check_failures(sac_agent, same);
+  CHECK(a.capacity_overflows > 0);
+  CHECK(a.unstable_steps > 0);
+  td3_config t = small_td3();
+  t.total_timesteps = 100;
+  td3<rlk_test::failing_env<float, false>, backend_t> td3_agent(rlk_test::backend(), t);
+  const failed_step_counts b = rlk_test::train_and_check_failures(td3_agent, same);
+  CHECK(b.capacity_overflows == 100 / 7 + (100 % 7 >= 3));  // steps 3, 10, ..., 94
+  CHECK(b.unstable_steps > 0);
 }
 
 TEST_CASE("sac and td3: configs are validated with the field named") {

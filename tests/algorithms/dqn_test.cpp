@@ -5,6 +5,7 @@
 // check, and the [learning] case on three seeds), evaluation, checkpoint resume, and config
 // validation.
 #include "../test_backend.hpp"
+#include "failing_env.hpp"
 
 #include <rlkernels/algorithms/dqn.hpp>
 #include <rlkernels/envs/cartpole.hpp>
@@ -353,6 +354,17 @@ TEST_CASE("dqn: updates and target updates happen at CleanRL's global steps, for
       for (std::size_t k = 0; k < q.size(); ++k) CHECK(after[k] == Approx(0.25 * q[k] + 0.75 * before[k]).epsilon(1e-14));
     }
   }
+}
+
+TEST_CASE("dqn: every iteration's statistics count the envs' failed steps", "[failed_steps]") {
+  dqn_config c = small_config();
+  c.num_envs = 2;
+  c.total_timesteps = 2 * 50;
+  dqn<rlk_test::failing_env<float, true>, backend_t> agent(rlk_test::backend(), c);
+  const failed_step_counts total =
+      rlk_test::train_and_check_failures(agent, [](std::uint64_t a, std::uint64_t b) { CHECK(a == b); });
+  CHECK(total.capacity_overflows == 2 * 7);  // each env's steps 3, 10, ..., 45
+  CHECK(total.unstable_steps == 2 * 4);      // 5, 16, 27, 49 (38 overflows first)
 }
 
 TEST_CASE("dqn: done() counts iterations: num_iterations() of num_envs steps cover total_timesteps") {

@@ -4,6 +4,7 @@
 // case on three seeds), continuous actions with both normalisers, evaluation, and config validation.
 #include "../test_backend.hpp"
 #include "../test_files.hpp"
+#include "failing_env.hpp"
 
 #include <rlkernels/algorithms/policy_file.hpp>
 #include <rlkernels/algorithms/ppo.hpp>
@@ -657,6 +658,152 @@ TEST_CASE("ppo: the KL-adaptive learning rate follows rl_games' rule, once per e
   CHECK(resumed.iterate().learning_rate == next);
 }
 
+namespace {
+/// rl_games' rule, as the trainer must apply it after an epoch of KL `kl`.
+double adapted(double lr, double kl, const ppo_config& c) {
+  if (kl > 2.0 * c.adaptive_lr_kl) return std::max(lr / 1.5, c.adaptive_lr_min);
+  if (kl < 0.5 * c.adaptive_lr_kl) return std::min(lr * 1.5, c.adaptive_lr_max);
+  return lr;
+}
+/// Pendulum-v1 in double with one epoch per iteration, so that each iteration's rate is the rule
+/// applied once to the previous iteration's epoch KL.
+ppo_config kl_layout_config(ppo_kl_estimator estimator) {
+  ppo_config c = small_config();
+  c.num_envs = 8;
+  c.num_steps = 32;
+  c.num_minibatches = 4;  // minibatches of 64
+  c.update_epochs = 1;
+  c.ent_coef = 0.0;
+  c.anneal_lr = false;
+  c.learning_rate = 1e-3;
+  c.adaptive_lr_kl = 2e-4;
+  c.adaptive_lr_min = 1e-5;
+  c.adaptive_lr_max = 1e-1;
+  c.kl_estimator = estimator;
+  c.total_timesteps = 8 * 32 * 12;
+  return c;
+}
+std::vector<ppo_iteration_stats> kl_run(const ppo_config& c) {
+  ppo<pendulum<double>, backend_t> agent(rlk_test::backend(), c);
+  std::vector<ppo_iteration_stats> out;
+  while (!agent.done()) out.push_back(agent.iterate());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("ppo: the KL-adaptive rate reads the mean KL of the epoch's whole minibatches, for any layout",
+          "[ppo][accumulation]") {
+  for (ppo_kl_estimator estimator : {ppo_kl_estimator::k3, ppo_kl_estimator::analytic}) {
+    CAPTURE(kl_estimator_name(estimator));
+    const ppo_config c = kl_layout_config(estimator);
+    const std::vector<ppo_iteration_stats> whole = kl_run(c);
+    // Each iteration's rate is the rule applied to the last epoch's KL, which is the mean of its
+    // minibatches' KLs (summed in order); approx_kl is the last minibatch's.
+    int raised = 0, lowered = 0;
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      const ppo_iteration_stats& s = whole[i];
+      CAPTURE(i);
+      REQUIRE(s.minibatch_kls.size() == c.num_minibatches);
+      double sum = 0.0;
+      for (double kl : s.minibatch_kls) sum += kl;
+      CHECK(s.epoch_kl == sum / double(c.num_minibatches));
+      CHECK(s.approx_kl == s.minibatch_kls.back());
+      if (i + 1 < whole.size()) {
+        CHECK(whole[i + 1].learning_rate == adapted(s.learning_rate, s.epoch_kl, c));
+        raised += whole[i + 1].learning_rate > s.learning_rate;
+        lowered += whole[i + 1].learning_rate < s.learning_rate;
+      }
+    }
+    CHECK(raised > 0);  // the run exercises both branches of the rule
+    CHECK(lowered > 0);
+    if (estimator == ppo_kl_estimator::analytic) {
+      // The first minibatch is measured before any step: the policy is the rollout's.
+      CHECK(std::abs(whole[0].minibatch_kls[0]) < 1e-12);
+      CHECK(whole[0].minibatch_kls[1] > 0);
+    }
+    // The same minibatches in K micro-batches (and in two env shards, each in K micro-batches)
+    // adapt on the same KLs up to rounding, so the rates are the same.
+    ppo_config sharded = c;
+    sharded.env_shards = 2;
+    const std::vector<ppo_iteration_stats> shards = kl_run(sharded);
+    for (const auto& [base, k] : {std::pair<const ppo_config*, std::size_t>{&c, 2}, {&c, 4}, {&sharded, 2}}) {
+      ppo_config a = *base;
+      a.gradient_accumulation_steps = k;
+      const std::vector<ppo_iteration_stats>& reference = base == &c ? whole : shards;
+      const std::vector<ppo_iteration_stats> parts = kl_run(a);
+      CAPTURE(k, a.env_shards);
+      REQUIRE(parts.size() == reference.size());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        CAPTURE(i);
+        CHECK(parts[i].learning_rate == reference[i].learning_rate);
+        CHECK(parts[i].epoch_kl == Approx(reference[i].epoch_kl).epsilon(1e-9));
+        for (std::size_t m = 0; m < c.num_minibatches; ++m)
+          CHECK(parts[i].minibatch_kls[m] == Approx(reference[i].minibatch_kls[m]).epsilon(1e-9).margin(1e-15));
+      }
+    }
+  }
+}
+
+TEST_CASE("ppo: the analytic KL is the exact KL of the two diagonal Gaussians, and needs them") {
+  // Against the closed form KL(N0 || N1) = 0.5 (tr(S1^-1 S0) + (m1 - m0)' S1^-1 (m1 - m0) - k
+  // + ln(det S1 / det S0)), here (N0 the new policy, N1 the rollout's), in long double.
+  const std::size_t dim = 3, rows = 2;
+  const std::vector<double> new_mean = {0.1, -0.4, 1.3, -2.0, 0.25, 0.0};
+  const std::vector<double> old_mean = {9, 9, 9, 0.3, -0.1, 0.9, 0.2, 0.2, -0.5};  // rollout rows 0..2
+  const std::vector<std::uint64_t> indices = {2, 1};  // minibatch row i is rollout row indices[i]
+  const std::vector<double> new_log_std = {-0.5, 0.1, 0.7}, old_log_std = {-0.2, 0.3, 0.0};
+  const detail::gaussian_kl_term<double> term{new_mean.data(), new_log_std.data(), old_mean.data(),
+                                              old_log_std.data(), indices.data(), dim};
+  for (std::size_t i = 0; i < rows; ++i) {
+    long double tr = 0, quad = 0, logdet = 0;
+    for (std::size_t d = 0; d < dim; ++d) {
+      const long double v0 = std::exp(2.0L * new_log_std[d]), v1 = std::exp(2.0L * old_log_std[d]);
+      const long double diff = (long double)old_mean[indices[i] * dim + d] - new_mean[i * dim + d];
+      tr += v0 / v1;
+      quad += diff * diff / v1;
+      logdet += std::log(v1) - std::log(v0);
+    }
+    const double reference = double(0.5L * (tr + quad - (long double)dim + logdet));
+    CAPTURE(i);
+    CHECK(term(i) == Approx(reference).epsilon(1e-14));
+  }
+  ppo_config c = small_config();
+  c.kl_estimator = ppo_kl_estimator::analytic;
+  CHECK_THROWS_WITH((ppo<cartpole<float>, backend_t>(rlk_test::backend(), c)),
+                    Catch::Contains("kl_estimator analytic is for Gaussian"));
+  // A checkpoint records the estimator (only when it is not k3, as older checkpoints have none).
+  CHECK(c.hyperparameters().find("kl_estimator=analytic\n") != std::string::npos);
+  c.kl_estimator = ppo_kl_estimator::k3;
+  CHECK(c.hyperparameters().find("kl_estimator") == std::string::npos);
+}
+
+TEST_CASE("ppo: every iteration's statistics count the envs' failed steps, also after a resume", "[ppo][failed_steps]") {
+  const auto same = [](std::uint64_t a, std::uint64_t b) { CHECK(a == b); };
+  ppo_config c = small_config();
+  c.total_timesteps = 4 * 16 * 3;
+  {
+    ppo<rlk_test::failing_env<float, true>, backend_t> agent(rlk_test::backend(), c);
+    const failed_step_counts total = rlk_test::train_and_check_failures(agent, same);
+    CHECK(total.capacity_overflows > 0);
+    CHECK(total.unstable_steps > 0);
+  }
+  ppo_config sharded = c;  // shards: the same envs, the same counts
+  sharded.env_shards = 2;
+  sharded.gradient_accumulation_steps = 2;
+  ppo<rlk_test::failing_env<double, false>, backend_t> agent(rlk_test::backend(), sharded);
+  agent.iterate();
+  rlk_test::temp_dir dir;
+  const std::string path = dir.file("ppo_failing.rlkc");
+  agent.save_checkpoint(path);
+  ppo<rlk_test::failing_env<double, false>, backend_t> resumed(rlk_test::backend(), sharded);
+  CHECK(resumed.failed_steps().total() == 0);
+  resumed.load_checkpoint(path);  // the envs' counters come back, and the next iteration counts on from them
+  CHECK(resumed.failed_steps() == agent.failed_steps());
+  CHECK(agent.failed_steps().total() > 0);
+  const failed_step_counts total = rlk_test::train_and_check_failures(resumed, same);
+  CHECK(total == rlk_test::train_and_check_failures(agent, same));
+}
+
 TEST_CASE("ppo: bad configurations are rejected with the field named") {
   auto rejects = [](auto mutate, const char* text) {
     ppo_config c = small_config();
@@ -816,6 +963,48 @@ TEST_CASE("checkpoint: PPO automatic checkpoints and config checks", "[checkpoin
   bad.checkpoint_dir = dir.file("x");
   bad.checkpoint_keep = 0;
   CHECK_THROWS_WITH(bad.validate(), Catch::Contains("checkpoint_keep must be >= 1"));
+}
+
+// Issue 55, item 3: a run resumed from an older checkpoint into the directory of a run that went
+// further. The earlier rotation (by step) removed the resumed run's checkpoints as soon as they
+// were written and kept the abandoned run's newest as latest().
+TEST_CASE("checkpoint: a PPO run resumed from an older checkpoint keeps its automatic checkpoints",
+          "[checkpoint][ppo]") {
+  using agent_t = ppo<cartpole<float>, backend_t>;
+  temp_dir dir;
+  ppo_config c = resume_config();
+  c.checkpoint_dir = dir.file("auto");
+  c.checkpoint_every = 1;
+  c.checkpoint_keep = 2;
+  const std::uint64_t b = c.batch_size();
+  {
+    agent_t a(rlk_test::backend(), c);
+    a.iterate();
+    std::filesystem::copy_file(a.checkpoints()->path_for(b), dir.file("after_one.rlkc"));
+    while (!a.done()) a.iterate();
+  }
+  const checkpoint_directory d(c.checkpoint_dir, "ppo", 2);
+  CHECK(d.list() == std::vector<std::string>{d.path_for(3 * b), d.path_for(4 * b)});
+
+  agent_t resumed(rlk_test::backend(), c);
+  resumed.load_checkpoint(dir.file("after_one.rlkc"));
+  REQUIRE(resumed.checkpoints().has_value());
+  CHECK(resumed.checkpoints()->latest() == dir.file("after_one.rlkc"));
+  resumed.iterate();
+  CHECK(std::filesystem::exists(d.path_for(2 * b)));  // its own, just written
+  CHECK(*d.latest() == d.path_for(2 * b));
+  resumed.iterate();
+  const std::string own3 = *resumed.checkpoints()->latest();
+  CHECK(own3 != d.path_for(3 * b));  // the abandoned run's step 3 is kept, under its name
+  CHECK(std::filesystem::exists(own3));
+  CHECK(std::filesystem::exists(d.path_for(2 * b)));
+  CHECK(*d.latest() == own3);
+  // The abandoned run's files are still there, and a restart resumes the resumed run.
+  CHECK(std::filesystem::exists(d.path_for(3 * b)));
+  CHECK(std::filesystem::exists(d.path_for(4 * b)));
+  agent_t again(rlk_test::backend(), c);
+  again.load_checkpoint(*d.latest());
+  CHECK(again.iteration() == 3);
 }
 
 // ---- host round trips (docs/training.md, "Host round trips per iteration") ----

@@ -1664,6 +1664,37 @@ TEST_CASE("full_capacity_t has room for every contact the pairs can make and eve
   CHECK(pc.reset_noise_scale == 0.25);
 }
 
+namespace {
+/// Builds two envs of Env with terminate_when_unhealthy set; returns how many were built.
+template <class Env>
+std::size_t build_with_termination(bool terminate) {
+  typename Env::Params p{};
+  p.terminate_when_unhealthy = terminate;
+  vec_env<Env, rlk_test::backend_t> envs(rlk_test::backend(), 2, 1, p);
+  return envs.num_envs();
+}
+}  // namespace
+
+TEST_CASE("terminate_when_unhealthy = false is refused with capacities too small for a robot on the floor",
+          "[mujoco][envs][capacity]") {
+  // The measured capacities: refused, with the setting, both capacities and the way out named.
+  CHECK_THROWS_WITH(build_with_termination<hopper<double>>(false),
+                    Catch::Contains("rlkernels::hopper: terminate_when_unhealthy = false lets the robot lie on the floor, "
+                                    "which needs 8 contacts and 32 constraint rows") &&
+                        Catch::Contains("these Dims hold 6 and 20") && Catch::Contains("full_capacity_t<hopper<...>>"));
+  CHECK_THROWS_WITH(build_with_termination<walker2d<float>>(false), Catch::Contains("needs 10 contacts and 43"));
+  CHECK_THROWS_WITH(build_with_termination<humanoid<float>>(false),
+                    Catch::Contains("needs 24 contacts and 80") &&
+                        Catch::Contains("dims_with_capacity<models::humanoid_dims, 24, 80>"));
+  // The default termination, full capacity or the recommended capacities: built.
+  CHECK(build_with_termination<hopper<double>>(true) == 2);
+  CHECK(build_with_termination<full_capacity_t<hopper<double>>>(false) == 2);
+  CHECK(build_with_termination<hopper<double, true, physics::dims_with_capacity<models::hopper_dims, 8, 32>>>(false) == 2);
+  CHECK(build_with_termination<full_capacity_t<walker2d<float>>>(false) == 2);
+  CHECK(build_with_termination<humanoid<float, true, true, true, true, true,
+                                        physics::dims_with_capacity<models::humanoid_dims, 24, 80>>>(false) == 2);
+}
+
 TEST_CASE("a step beyond the contact or row capacity is truncated, counted, and changes nothing below it",
           "[mujoco][envs][capacity]") {
   using Full = ant<double>;

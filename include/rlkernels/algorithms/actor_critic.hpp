@@ -9,6 +9,7 @@
 #include "../core/memory.hpp"
 #include "../core/random.hpp"
 #include "../envs/env.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 #include "../losses/sac.hpp"
 #include "common.hpp"
@@ -200,6 +201,7 @@ struct env_step_outcome {
 struct env_step_record {
   episode_statistics episodes;     // the episodes that ended in the iteration's env step
   unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+  failed_step_counts failures;     // the envs' failed steps so far (this rank's; all ranks' once gathered)
 };
 
 /// Steps `env` with `actions` [N, D] in [-1, 1] (mapped to the env's Box bounds through
@@ -276,6 +278,7 @@ template <class VecEnv, class Stats>
 actor_critic_device_stats read_iteration(VecEnv& env, Stats& stats, const char* who,
                                          communicator& comm = default_communicator()) {
   stage_action_flag(env, &stats.data()->step.action_flag);
+  failed_steps_into(env, &stats.data()->step.failures);
   actor_critic_device_stats d = stats.get(0);
   if (comm.size() > 1) d = gather_actor_critic_stats(comm, d, who);
   raise_if_flagged(env, d.step.action_flag);

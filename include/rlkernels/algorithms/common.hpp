@@ -8,6 +8,7 @@
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
 #include "../core/reduce.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 #include "../core/error.hpp"
 #include "../losses/dqn.hpp"
 #include "../nn/mlp.hpp"
+#include "../envs/failed_steps.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
 
@@ -223,6 +224,9 @@ struct dqn_iteration_stats {
   double epsilon = 0;                ///< exploration rate of this iteration's actions
   double beta = 0;                   ///< prioritized replay's importance exponent (0 without it)
   double learning_rate = 0;          ///< Adam's step size
+  /// The env steps of this iteration (all ranks) that the physics could not take: each ended its
+  /// episode as truncated (docs/physics.md, "When a step fails"); zero for envs that never fail a step.
+  failed_step_counts failed_steps;
 };
 
 /// @brief DQN's loss on one batch (host scalars).

@@ -5,6 +5,7 @@
 
 #include "../core/backend.hpp"
 #include "../core/random.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 #include "../losses/dqn.hpp"
 #include "common.hpp"
@@ -61,6 +62,7 @@ struct dqn_device_stats {
   std::uint64_t bad_step;       // the first gradient step (1-based, of the run) with a non-finite loss; 0: none
   double bad_loss;              // that loss
   unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+  failed_step_counts failures;     // the envs' failed steps so far (this rank's; all ranks' once gathered)
 };
 
 /// Remembers the first gradient step whose loss is not finite (one index; bad_step is cleared at

@@ -231,6 +231,7 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
     }
     // The iteration's one host read: the statistics and the deferred action check together.
     detail::stage_action_flag(env_, &device_stats_.data()->action_flag);
+    failed_steps_into(env_, &device_stats_.data()->failures);
     detail::dqn_device_stats d = device_stats_.get(0);
     if (comm_->size() > 1) d = gather_statistics(d);
     detail::raise_if_flagged(env_, d.action_flag);
@@ -246,6 +247,7 @@ class dqn : public trainer_core<dqn<Env, Backend>, dqn_config, Backend> {
       if (config_.max_grad_norm > 0) stats.grad_norm = d.grad_norm;
     }
     stats.global_step = global_step_;
+    stats.failed_steps = this->failed_steps_since_last(d.failures);
     if (config_.keep_best_every > 0) keep_best(t);
     this->end_iteration();
     return stats;

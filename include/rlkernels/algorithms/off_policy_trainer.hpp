@@ -121,6 +121,7 @@ class off_policy_trainer : public trainer_core<Derived, Config, Backend> {
     stats.episode_return_sum = ep.episode_return_sum;
     stats.episode_length_sum = ep.episode_length_sum;
     stats.global_step = global_step_;
+    stats.failed_steps = this->failed_steps_since_last(d.step.failures);
     derived().finish_statistics(stats, d);
     this->end_iteration();
     stats.seconds = std::chrono::duration<double>(clock::now() - t0).count();

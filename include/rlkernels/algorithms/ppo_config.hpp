@@ -5,6 +5,7 @@
 #pragma once
 
 #include "../core/error.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../nn/mlp.hpp"
 #include "common.hpp"
 #include "data_parallel.hpp"
@@ -18,6 +19,24 @@
 
 namespace rlkernels {
 
+/// @brief How PPO measures the KL divergence between the rollout's policy and the updated one
+/// (the approx_kl it reports, target_kl's early stop and the KL-adaptive learning rate).
+enum class ppo_kl_estimator {
+  /// Schulman's k3 estimate of KL(old || new) from the log-probability ratio r of each row's
+  /// action: mean((r - 1) - log r) (CleanRL's approx_kl). Any action space.
+  k3,
+  /// The exact KL(new || old) of the two diagonal Gaussians at each row's observation, summed over
+  /// the action dimensions, then averaged over the rows: rl_games' policy_kl, without its 1e-5
+  /// guards. Continuous actions only; the trainer keeps the rollout's means ([T, N, action_size])
+  /// and log-stds for it.
+  analytic
+};
+
+/// "k3" or "analytic".
+inline const char* kl_estimator_name(ppo_kl_estimator e) noexcept {
+  return e == ppo_kl_estimator::analytic ? "analytic" : "k3";
+}
+
 /// @brief PPO's hyperparameters. The defaults are CleanRL's ppo.py (discrete actions); see
 /// ppo_config::cleanrl_continuous() for ppo_continuous_action.py's. The data-parallel and gradient
 /// accumulation settings come from data_parallel_settings (a batch there is one minibatch).
@@ -30,9 +49,11 @@ struct ppo_config : data_parallel_settings {
   double learning_rate = 2.5e-4;     ///< Adam's step size at the start
   bool anneal_lr = true;             ///< linearly to 0 over the iterations (CleanRL)
   /// KL-adaptive learning rate (rl_games' and RSL-RL's "adaptive" schedule; 0: off): after each
-  /// epoch, the learning rate is divided by 1.5 where the epoch's last approx KL exceeds twice this
-  /// target and multiplied by 1.5 where it is below half of it, within [adaptive_lr_min,
-  /// adaptive_lr_max]. It starts at learning_rate; not with anneal_lr.
+  /// epoch, the learning rate is divided by 1.5 where the epoch's KL exceeds twice this target and
+  /// multiplied by 1.5 where it is below half of it, within [adaptive_lr_min, adaptive_lr_max].
+  /// The epoch's KL is the mean of its minibatches' KLs, each over the whole minibatch (every env
+  /// shard, micro-batch and rank), so any layout adapts on the same quantity up to rounding. It
+  /// starts at learning_rate; not with anneal_lr.
   double adaptive_lr_kl = 0.0;
   double adaptive_lr_min = 1e-6;     ///< lower bound of the adaptive learning rate
   double adaptive_lr_max = 1e-2;     ///< upper bound of the adaptive learning rate
@@ -47,7 +68,10 @@ struct ppo_config : data_parallel_settings {
   double ent_coef = 0.01;            ///< entropy bonus weight
   double vf_coef = 0.5;              ///< value loss weight
   double max_grad_norm = 0.5;        ///< global gradient-norm clip over actor, critic and log-std
-  double target_kl = 0.0;            ///< stop the epochs of an iteration once approx KL exceeds it (0: never)
+  /// Stop the epochs of an iteration once the KL of an epoch's last minibatch (over the whole
+  /// minibatch: every shard, micro-batch and rank; CleanRL's check) exceeds it (0: never).
+  double target_kl = 0.0;
+  ppo_kl_estimator kl_estimator = ppo_kl_estimator::k3;  ///< how the KL is measured (analytic: continuous actions)
   // ---- networks ----
   std::vector<int> hidden_sizes = {64, 64};          ///< widths of the hidden layers (actor and critic alike)
   activation hidden_activation = activation::tanh;  ///< after each hidden layer
@@ -118,7 +142,13 @@ struct ppo_config : data_parallel_settings {
         .add("normalize_rewards", normalize_rewards)
         .add("reward_clip", reward_clip)
         .add("seed", seed)
-        .str() + adaptive_lines() + parallel_lines();
+        .str() + adaptive_lines() + kl_lines() + parallel_lines();
+  }
+  /// The KL estimator's line, only when it is not the default k3 (so checkpoints written before it
+  /// existed still resume).
+  std::string kl_lines() const {
+    if (kl_estimator == ppo_kl_estimator::k3) return {};
+    return detail::hyperparameter_lines{}.add("kl_estimator", kl_estimator_name(kl_estimator)).str();
   }
   /// The adaptive learning rate's lines, only when it is on (so checkpoints written before it
   /// existed still resume).
@@ -188,10 +218,21 @@ struct ppo_iteration_stats {
   double policy_loss = 0;             ///< last minibatch's clipped surrogate loss
   double value_loss = 0;              ///< last minibatch's value loss (with its 0.5 factor)
   double entropy = 0;                 ///< last minibatch's mean entropy
-  double approx_kl = 0;               ///< last minibatch's k3 estimate of KL(old || new)
+  /// The KL (config().kl_estimator) of the last epoch's last minibatch, over the whole minibatch.
+  double approx_kl = 0;
+  /// The last epoch's KL: the mean of minibatch_kls (what the KL-adaptive learning rate used).
+  double epoch_kl = 0;
+  /// The KL of each minibatch of the last epoch, in order, each over the whole minibatch (every
+  /// env shard, micro-batch and rank), measured before the minibatch's own optimiser step. Filled
+  /// when adaptive_lr_kl > 0 or target_kl > 0 (the trainer reads them after every epoch then);
+  /// empty otherwise, to keep the iteration at one host read.
+  std::vector<double> minibatch_kls;
   double clip_fraction = 0;           ///< mean over all minibatches of the fraction of clipped ratios
   double grad_norm = 0;               ///< last minibatch's global gradient norm before clipping
   std::uint64_t gradient_steps = 0;   ///< optimiser steps taken in this iteration
+  /// The rollout's env steps (all ranks) that the physics could not take: each ended its episode
+  /// as truncated (docs/physics.md, "When a step fails"); zero for envs that never fail a step.
+  failed_step_counts failed_steps;
   double rollout_seconds = 0;         ///< wall-clock of the rollout (including GAE)
   double update_seconds = 0;          ///< wall-clock of the update epochs
 };

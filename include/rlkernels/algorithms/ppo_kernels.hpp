@@ -7,6 +7,7 @@
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../envs/env.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../losses/ppo.hpp"
 #include "common.hpp"
 #include "ppo_config.hpp"
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace rlkernels {
 namespace detail {
@@ -95,6 +97,10 @@ struct ppo_device_stats {
   std::uint64_t bad_step;          // 1-based gradient step of the iteration whose norm was not finite (0: none)
   double bad_norm;                 // that norm
   unsigned long long action_flag;  // a copy of the env's deferred action flag (~0: all valid)
+  double kl_part_sum;              // the analytic KL's sum over the rows of the last loss call
+  double last_kl;                  // the last epoch's last minibatch's KL (whole minibatch)
+  double epoch_kl;                 // the last epoch's KL: the mean of its minibatches' KLs
+  failed_step_counts failures;     // the envs' failed steps so far (this rank's; all ranks' once gathered)
 };
 
 /// Starts an iteration's accumulators (one index).
@@ -119,6 +125,57 @@ struct ppo_stats_accumulate_kernel {
       s->bad_step = step;
       s->bad_norm = n;
     }
+  }
+};
+
+/// Row i's KL(new || old) of two diagonal Gaussians (rl_games' policy_kl without its 1e-5 guards),
+/// summed over the dim action dimensions: log(s1 / s0) + (s0^2 + (m1 - m0)^2) / (2 s1^2) - 1/2
+/// with (m0, s0) the new policy's and (m1, s1) the rollout's. The old means are the rollout's
+/// rows indices[i] ([T * N, dim]); both log-stds are state-independent ([dim]).
+template <class T>
+struct gaussian_kl_term {
+  const T* new_mean;
+  const T* new_log_std;
+  const T* old_mean;
+  const T* old_log_std;
+  const std::uint64_t* indices;
+  std::size_t dim;
+  RLK_HOST_DEVICE double operator()(std::size_t i) const {
+    const T* m1 = old_mean + indices[i] * dim;
+    double kl = 0.0;
+    for (std::size_t d = 0; d < dim; ++d) {
+      const double ls0 = double(new_log_std[d]), ls1 = double(old_log_std[d]);
+      const double diff = double(m1[d]) - double(new_mean[i * dim + d]);
+      kl += (ls1 - ls0) + (std::exp(2.0 * ls0) + diff * diff) / (2.0 * std::exp(2.0 * ls1)) - 0.5;
+    }
+    return kl;
+  }
+};
+
+/// Adds one part's KL, times `weight` (1 / the parts of the minibatch over all ranks), to the
+/// minibatch's KL `*out` (one index): the part's analytic sum over its `rows`, or its k3 mean.
+struct ppo_kl_add_kernel {
+  const ppo_device_stats* s;
+  double* out;
+  bool analytic;
+  double rows, weight;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    const double kl = analytic ? s->kl_part_sum / rows : s->policy.approx_kl_k3;
+    *out += kl * weight;
+  }
+};
+
+/// At the end of an epoch: its last minibatch's KL and the mean of all `n`, summed in order (the
+/// same arithmetic as mean_in_order on the host; one index).
+struct ppo_epoch_kl_kernel {
+  ppo_device_stats* s;
+  const double* kls;
+  std::size_t n;
+  RLK_HOST_DEVICE void operator()(std::size_t) const {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n; ++k) sum += kls[k];
+    s->last_kl = kls[n - 1];
+    s->epoch_kl = sum / double(n);
   }
 };
 
@@ -158,6 +215,13 @@ struct normalize_advantage_kernel {
     a[i] = T((double(a[i]) - *mean) / (sd + 1e-8));
   }
 };
+
+/// The mean of `x` summed in order (0 for none): an epoch's KL from its minibatches' KLs.
+inline double mean_in_order(const std::vector<double>& x) {
+  double sum = 0.0;
+  for (double v : x) sum += v;
+  return x.empty() ? 0.0 : sum / double(x.size());
+}
 
 template <class Env>
 constexpr int ppo_policy_outputs() {

@@ -79,7 +79,8 @@ inline ppo_config zoo_ppo_base() {
 ///   with `normalize: true`, 1M steps: the Swimmer settings above with gamma 0.99).
 /// - Humanoid-v5: rl_games' PPO settings for envpool's Humanoid-v4 (configs/mujoco/humanoid_envpool.yaml,
 ///   the many-envs recipe of Isaac Gym's trainers), 10M steps: 64 envs x 64 steps, 4 minibatches
-///   of 1024 x 4 epochs, lr 3e-4 KL-adaptive (target 0.008), gamma 0.995, lambda 0.95, clip 0.2, no
+///   of 1024 x 4 epochs, lr 3e-4 KL-adaptive (target 0.008, on the epoch's mean analytic Gaussian
+///   KL, as rl_games computes it), gamma 0.995, lambda 0.95, clip 0.2, no
 ///   entropy bonus, the value loss unclipped, max_grad_norm 0.5, observation normalisation. Changed:
 ///   separate 256-256 ELU actor and critic (rl_games: one shared 512-256-128 ELU trunk; 256-256
 ///   learned as fast per env step here and steps 1.4x faster), reward normalisation by the
@@ -163,6 +164,7 @@ inline ppo_config ppo_preset(std::string_view id, bool continuous = false) {
     c.learning_rate = 3e-4;
     c.anneal_lr = false;
     c.adaptive_lr_kl = 0.008;
+    c.kl_estimator = ppo_kl_estimator::analytic;  // rl_games' statistic: the Gaussians' KL, the epoch's mean
     c.gamma = 0.995;
     c.gae_lambda = 0.95;
     c.clip_value_loss = false;

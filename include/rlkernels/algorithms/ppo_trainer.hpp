@@ -120,13 +120,18 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
         discounted_returns_(backend, config_.num_envs),
         env_actions_(backend, discrete ? 0 : config_.num_envs * std::size_t(action_width)), stats_(backend, 1),
         grads_(backend, gradient_size(), config_.env_shards, config_.gradient_accumulation_steps, comm),
-        adv_scratch_(backend, config_.env_shards + 2), timer_(backend) {
+        adv_scratch_(backend, config_.env_shards + 2), minibatch_kls_(backend, config_.num_minibatches),
+        old_means_(backend, analytic_kl() ? config_.batch_size() * std::size_t(action_width) : 0),
+        old_log_std_(backend, analytic_kl() ? std::size_t(action_width) : 0), timer_(backend) {
     const double s2 = std::sqrt(2.0);
     actor_.initialize(config_.seed * 2 + 11, layer_init{weight_init::orthogonal, s2, 0.0},
                       layer_init{weight_init::orthogonal, 0.01, 0.0});
     critic_.initialize(config_.seed * 2 + 12, layer_init{weight_init::orthogonal, s2, 0.0},
                        layer_init{weight_init::orthogonal, 1.0, 0.0});
     if (!discrete) log_std_.assign(std::vector<T>(std::size_t(action_width), T(config_.init_log_std)));
+    RLK_EXPECTS(!discrete || config_.kl_estimator == ppo_kl_estimator::k3, std::invalid_argument,
+                "rlkernels::ppo: kl_estimator analytic is for Gaussian (continuous-action) policies; this env's "
+                "actions are discrete (use k3)");
     this->template join_ranks<T>({{actor_.parameters(), "actor parameters"},
                                   {critic_.parameters(), "critic parameters"},
                                   {log_std_.view(), "log-std"}});
@@ -187,25 +192,33 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
 
     const std::size_t m = config_.minibatch_size();
     detail::run_once(backend_, detail::ppo_stats_start_kernel{stats_.data()});
+    std::vector<double> kls;  // the epoch's minibatch KLs, when read inside the iteration
     for (std::size_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
       rollout_.shuffle_sharded(shard_seeds(), shuffle_epoch_++, m);
+      minibatch_kls_.zero();
       for (std::size_t k = 0; k < config_.num_minibatches; ++k) {
         rollout_.gather_minibatch(k, m, minibatch_);
-        update_minibatch(++stats.gradient_steps);
+        update_minibatch(++stats.gradient_steps, k);
       }
-      // The epoch's last approx KL: the only read inside an iteration, and only with target_kl > 0
-      // or the adaptive learning rate (the last rank's, whose last micro-batch is the minibatch's
-      // last). It adapts the learning rate, then may stop the epochs early.
+      // Every rank holds its parts' shares of each minibatch's KL: their sum is the whole
+      // minibatch's, the same on every rank after this (in rank order with the ordered reduction).
+      if (comm_->size() > 1)
+        all_reduce(*comm_, backend_, minibatch_kls_.view(), reduce_op::sum, config_.gradient_reduction,
+                   "minibatch KLs");
+      detail::run_once(backend_, detail::ppo_epoch_kl_kernel{stats_.data(), minibatch_kls_.data(), config_.num_minibatches});
+      // The epoch's KLs: the only read inside an iteration, and only with target_kl > 0 or the
+      // adaptive learning rate. The mean adapts the learning rate; the last minibatch's may stop
+      // the epochs early.
       if (config_.target_kl > 0 || adaptive()) {
-        double kl = stats_.get(0).policy.approx_kl_k3;
-        if (comm_->size() > 1) comm_->broadcast_raw(&kl, sizeof(kl), comm_->size() - 1, {}, "approx KL");
-        if (adaptive()) adapt_learning_rate(kl);
-        if (config_.target_kl > 0 && kl > config_.target_kl) break;
+        kls = minibatch_kls_.to_host();
+        if (adaptive()) adapt_learning_rate(detail::mean_in_order(kls));
+        if (config_.target_kl > 0 && kls.back() > config_.target_kl) break;
       }
     }
     timer_.mark(2);
     // The iteration's one host read: its statistics and the rollout's deferred action check.
     detail::stage_action_flag(env_, &stats_.data()->action_flag);
+    failed_steps_into(env_, &stats_.data()->failures);
     detail::ppo_device_stats d = stats_.get(0);
     if (comm_->size() > 1) d = gather_statistics(d);
     gradient_steps_ += stats.gradient_steps;
@@ -219,7 +232,10 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
     stats.policy_loss = d.policy.loss;
     stats.value_loss = d.value.loss;
     stats.entropy = d.entropy;
-    stats.approx_kl = d.policy.approx_kl_k3;
+    stats.failed_steps = this->failed_steps_since_last(d.failures);
+    stats.approx_kl = d.last_kl;
+    stats.epoch_kl = d.epoch_kl;
+    stats.minibatch_kls = std::move(kls);
     stats.grad_norm = d.grad_norm;
     stats.clip_fraction = d.clip_fraction_sum / double(stats.gradient_steps);
     const episode_statistics& ep = d.episodes;
@@ -414,6 +430,11 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
       const view<const T> actions = mb.actions.cview().subview(first * d, m * d);
       const view<T> grad_log_std_rows = grad_log_std_rows_.view().subview(0, m * d);
       gaussian_log_prob(backend_, dist, actions, new_log_probs);
+      if (analytic_kl())
+        detail::deterministic_sum_into(backend_, m,
+                                       detail::gaussian_kl_term<T>{out.data(), log_std_.data(), old_means_.data(),
+                                                                   old_log_std_.data(), mb.indices.data() + first, d},
+                                       0.0, detail::add_doubles{}, &stats_.data()->kl_part_sum);
       ppo_policy_loss<Backend, T>(backend_, policy_stats_view(), view<const T>(new_log_probs), old_log_probs, advantages,
                                   T(config_.clip_coef), normalize_advantages, grad_log_probs);
       gaussian_log_prob(backend_, dist, actions, new_log_probs, grad_out, grad_log_std_rows,
@@ -488,7 +509,7 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   /// The minibatch's gradient as the sum of its parts (this process's shards times
   /// gradient_accumulation_steps micro-batches), all-reduced over the ranks in rank order and
   /// divided by the number of parts: the whole minibatch's mean gradient.
-  void accumulate_gradients() {
+  void accumulate_gradients(std::size_t minibatch) {
     const std::size_t m = config_.minibatch_size(), shards = config_.env_shards,
                       steps = config_.gradient_accumulation_steps;
     const std::size_t per_shard = m / shards, micro = per_shard / steps;
@@ -496,6 +517,7 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
     for (std::size_t s = 0; s < shards; ++s) {
       for (std::size_t k = 0; k < steps; ++k) {
         loss_and_gradients_into(minibatch_, s * per_shard + k * micro, micro, false);
+        add_kl(minibatch, micro);
         grads_.add({view<const T>(actor_.gradients()), view<const T>(critic_.gradients()), log_std_grad_.cview()}, s, k);
       }
     }
@@ -514,13 +536,20 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   }
 
   bool adaptive() const noexcept { return config_.adaptive_lr_kl > 0; }
+  bool analytic_kl() const noexcept { return !discrete && config_.kl_estimator == ppo_kl_estimator::analytic; }
+  /// Adds the last loss call's KL (over its `rows`), as its share 1 / parts() of the whole
+  /// minibatch's, to minibatch `k`'s KL in backend memory (one index, no host wait).
+  void add_kl(std::size_t k, std::size_t rows) {
+    detail::run_once(backend_, detail::ppo_kl_add_kernel{stats_.data(), minibatch_kls_.data() + k, analytic_kl(),
+                                                         double(rows), 1.0 / double(parts())});
+  }
   void set_learning_rate(double lr) {
     actor_opt_.set_learning_rate(lr);
     critic_opt_.set_learning_rate(lr);
     if (!discrete) log_std_opt_.set_learning_rate(lr);
   }
-  /// rl_games' adaptive schedule on one epoch's approx KL: / 1.5 above 2 * target, * 1.5 below
-  /// target / 2, within the config's bounds; the next epoch uses it.
+  /// rl_games' adaptive schedule on one epoch's KL (the mean of its minibatches'): / 1.5 above
+  /// 2 * target, * 1.5 below target / 2, within the config's bounds; the next epoch uses it.
   void adapt_learning_rate(double kl) {
     const double target = config_.adaptive_lr_kl;
     if (kl > 2.0 * target) {
@@ -579,6 +608,7 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
 
   void collect_rollout() {
     const std::size_t width = std::size_t(action_width), obs_size = std::size_t(observation_size);
+    if (analytic_kl()) copy(backend_, log_std_.cview(), old_log_std_.view());  // the rollout's policy
     for (std::size_t t = 0; t < config_.num_steps; ++t) {
       // s_t, as the networks see it, goes into the rollout.
       const view<const T> obs = network_input(env_.observations().cview(), true);
@@ -596,6 +626,8 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
           categorical_sample(backend_, dist, action_key(), draw, actions, first_env() + first);
           categorical_log_prob(backend_, dist, view<const std::int32_t>(actions), log_probs);
         } else {
+          if (analytic_kl())
+            copy(backend_, out, old_means_.view().subview((t * config_.num_envs + first) * width, n * width));
           sample_gaussian(out, n, action_key(), draw, actions, first_env() + first);
           const gaussian_view<T> dist{width, out, log_std_rows_.cview().subview(0, n * width)};
           gaussian_log_prob(backend_, dist, view<const T>(actions), log_probs);
@@ -661,11 +693,12 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   /// One minibatch update, nothing read back: loss and gradients, the global gradient norm clipped
   /// on the device (a non-finite norm leaves the gradients as they are and is reported at the end
   /// of the iteration), one Adam step on all parameters.
-  void update_minibatch(std::uint64_t step) {
+  void update_minibatch(std::uint64_t step, std::size_t minibatch) {
     if (parts() > 1) {
-      accumulate_gradients();
+      accumulate_gradients(minibatch);
     } else {
       loss_and_gradients_into(minibatch_, 0, config_.minibatch_size(), config_.normalize_advantages);
+      add_kl(minibatch, config_.minibatch_size());
     }
     const view<double> norm(&stats_.data()->grad_norm, 1);
     if constexpr (discrete) {
@@ -698,6 +731,9 @@ class ppo : public trainer_core<ppo<Env, Backend>, ppo_config, Backend> {
   buffer<detail::ppo_device_stats, Backend> stats_;  // [1] the iteration's statistics, read once at its end
   detail::gradient_parts<T, Backend> grads_;  // a minibatch's parts summed (more than one part)
   buffer<double, Backend> adv_scratch_;  // [env_shards + 2] advantage moments of the minibatch
+  buffer<double, Backend> minibatch_kls_;  // [num_minibatches] the epoch's minibatch KLs (this rank's shares)
+  buffer<T, Backend> old_means_;    // analytic KL: [T * N, action_size] the rollout policy's means
+  buffer<T, Backend> old_log_std_;  // analytic KL: [action_size] the rollout policy's log-stds
   detail::phase_timer<Backend> timer_;
   std::uint64_t action_draw_ = 0, shuffle_epoch_ = 0;
   double adaptive_lr_ = config_.learning_rate;  // the adaptive learning rate (adaptive_lr_kl > 0)

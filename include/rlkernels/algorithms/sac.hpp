@@ -12,6 +12,7 @@
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 #include "../losses/distributions.hpp"
 #include "../losses/polyak.hpp"
@@ -136,6 +137,9 @@ struct sac_iteration_stats {
   double alpha = 0;                 ///< the temperature after this iteration
   double alpha_loss = 0;            ///< last temperature step's loss (autotune)
   double seconds = 0;               ///< wall-clock of the iteration
+  /// The env steps of this iteration (all ranks) that the physics could not take: each ended its
+  /// episode as truncated (docs/physics.md, "When a step fails"); zero for envs that never fail a step.
+  failed_step_counts failed_steps;
 };
 
 /// @brief A SAC agent and its training loop for a continuous-action rlkernels environment `Env`

@@ -10,6 +10,7 @@
 #include "../core/backend.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 #include "../losses/polyak.hpp"
 #include "../losses/td3.hpp"
@@ -102,6 +103,9 @@ struct td3_iteration_stats {
   double critic_loss = 0;            ///< last critic step's scale * (mse(Q1) + mse(Q2))
   double actor_loss = 0;             ///< last actor step's -mean Q1(s, mu(s))
   double seconds = 0;                ///< wall-clock of the iteration
+  /// The env steps of this iteration (all ranks) that the physics could not take: each ended its
+  /// episode as truncated (docs/physics.md, "When a step fails"); zero for envs that never fail a step.
+  failed_step_counts failed_steps;
 };
 
 /// @brief A TD3 agent and its training loop for a continuous-action rlkernels environment `Env`

@@ -8,6 +8,7 @@
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../envs/failed_steps.hpp"
 #include "../envs/vec_env.hpp"
 #include "../io/checkpoint.hpp"
 #include "common.hpp"
@@ -19,6 +20,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -32,8 +34,23 @@ struct named_parameters {
   const char* what;  // e.g. "actor parameters"
 };
 
+template <class Record, class = void>
+struct has_failures_member : std::false_type {};
+template <class Record>
+struct has_failures_member<Record, std::void_t<decltype(std::declval<Record&>().failures)>> : std::true_type {};
+
+/// The failed_step_counts of an iteration record: its `failures`, or its `step.failures`.
+template <class Record>
+failed_step_counts& failures_of(Record& r) {
+  if constexpr (has_failures_member<Record>::value) {
+    return r.failures;
+  } else {
+    return r.step.failures;
+  }
+}
+
 /// @brief The iteration records of every rank gathered: the record of the last rank (whose last
-/// part is the batch's last, as in one process) with the episodes of all ranks and the first
+/// part is the batch's last, as in one process) with the episodes and failed steps of all ranks and the first
 /// diverged gradient step any rank saw; an invalid action on another rank stops this one with a
 /// message naming that rank. `outcome(record)` returns a pair of references to the record's
 /// episode_statistics and its action flag; `take_if_first_bad(d, x)` copies x's divergence fields
@@ -47,6 +64,9 @@ Record gather_iteration_records(communicator& comm, const Record& mine, const ch
   std::vector<episode_statistics> episodes;
   Record d = all.back();
   clear_bad(d);
+  failed_step_counts failures;
+  for (const Record& x : all) failures = failures + failures_of(const_cast<Record&>(x));
+  failures_of(d) = failures;
   for (Record x : all) {
     const auto out = outcome(x);
     episodes.push_back(out.first);
@@ -101,7 +121,10 @@ class trainer_core {
   }
   /// True once num_iterations() iterations (total_timesteps env steps) are done.
   bool done() const noexcept { return iteration_ >= num_iterations(); }
-  /// The automatic checkpoints (config().checkpoint_dir; rank 0 of a data-parallel run), if checkpoint_every > 0.
+  /// The automatic checkpoints (config().checkpoint_dir; rank 0 of a data-parallel run), if
+  /// checkpoint_every > 0: a run from scratch, or one that continues the file given to
+  /// load_checkpoint(). Save the run's other checkpoints through it (save_checkpoint(dir)), so
+  /// that they rotate with the automatic ones.
   const std::optional<checkpoint_directory>& checkpoints() const noexcept { return checkpoints_; }
 
   /// @brief Binds everything a resumed run needs to continue bit-identically (on the same backend
@@ -127,11 +150,20 @@ class trainer_core {
   /// must have been built with the same config (checkpoint fields aside), env parameters, backend
   /// kind and number of ranks; training then continues as if never interrupted. All or nothing.
   /// In a data-parallel run every rank calls it; rank 0 reads the file and sends it to the others.
+  /// The automatic checkpoints then continue from `path` (checkpoint_directory::resumed_from):
+  /// their rotation keeps `path` and never removes the newer files of a run it abandons.
   /// @throw checkpoint_error naming the file and the reason (nothing has changed then)
   void load_checkpoint(const std::string& path) {
     state().load(path);
     derived().after_load();
+    if (checkpoints_) checkpoints_->resumed_from(path);  // the automatic ones continue from `path`
+    failures_seen_ = failed_step_totals();  // the restored envs' counters
   }
+  /// @brief The env steps of the training envs (all ranks) that the physics could not take,
+  /// since the envs were built (a resumed run's include those before its checkpoint), as of the
+  /// last iteration: each ended its episode as truncated. Always zero for envs that do not count
+  /// them (counts_failed_steps_v). Every iteration's statistics carry its own (`failed_steps`).
+  const failed_step_counts& failed_steps() const noexcept { return failures_seen_; }
 
  protected:
   /// @param backend where the trainer runs
@@ -140,8 +172,10 @@ class trainer_core {
   /// @param name the trainer's name: "ppo", ... (the automatic checkpoints' prefix; messages say rlkernels::NAME)
   trainer_core(Backend backend, Config config, communicator& comm, const char* name)
       : backend_(backend), config_(std::move(config)), comm_(&comm), name_(name), who_(std::string("rlkernels::") + name) {
-    if (config_.checkpoint_every > 0 && comm_->rank() == 0)
+    if (config_.checkpoint_every > 0 && comm_->rank() == 0) {
       checkpoints_.emplace(config_.checkpoint_dir, name_, config_.checkpoint_keep);
+      checkpoints_->start_new_run();  // until load_checkpoint() says otherwise
+    }
   }
 
   /// iterate()'s start: refuses a finished run (naming `Derived`), then counts the iteration.
@@ -179,6 +213,13 @@ class trainer_core {
   }
   /// Called after a checkpoint was loaded (a trainer may shadow it to recompute what it derives).
   void after_load() {}
+  /// The iteration's failed steps from the totals (all ranks) read with its statistics; they
+  /// become failed_steps().
+  failed_step_counts failed_steps_since_last(const failed_step_counts& totals) noexcept {
+    const failed_step_counts d = totals - failures_seen_;
+    failures_seen_ = totals;
+    return d;
+  }
   /// "rlkernels::NAME".
   const char* who() const noexcept { return who_.c_str(); }
 
@@ -199,8 +240,18 @@ class trainer_core {
         *comm_, [&d](checkpoint& c) { d.bind_shared(c); }, [&d](checkpoint& c) { d.bind_local(c); }, who_.c_str());
   }
 
+  /// The training envs' failed steps over all ranks, read now (a host read; an all-gather with ranks).
+  failed_step_counts failed_step_totals() {
+    const failed_step_counts mine = rlkernels::failed_steps(derived().envs());
+    if (comm_->size() <= 1) return mine;
+    failed_step_counts sum;
+    for (const failed_step_counts& x : all_gather(*comm_, mine, "failed steps")) sum = sum + x;
+    return sum;
+  }
+
   const char* name_;
   std::string who_;
+  failed_step_counts failures_seen_;  // failed_steps()
   std::optional<checkpoint_directory> checkpoints_;
 };
 

@@ -194,6 +194,12 @@ struct humanoid_task {
     S reset_noise_scale = S(1e-2);      ///< reset noise: U(-s, s) on qpos and qvel
   };
 
+  /// Refuses terminate_when_unhealthy = false with Dims too small for the robot on the floor.
+  template <class S>
+  static void validate(const params<S>& p) {
+    detail::require_room_for_falls(p.terminate_when_unhealthy, dims::ncon, dims::nefc, 24, 80, "humanoid", "humanoid_dims");
+  }
+
   /// @brief Gymnasium's step info (tendon_length and tendon_velocity are in the State).
   template <class S>
   struct step_info {

@@ -6,16 +6,19 @@
 #pragma once
 
 #include "../../core/config.hpp"
+#include "../../core/error.hpp"
 #include "../../core/reduce.hpp"
 #include "../../core/random.hpp"
 #include "../../physics/data.hpp"
 #include "../../physics/forward.hpp"
 #include "../../physics/model.hpp"
+#include "../failed_steps.hpp"
 #include "../vec_env.hpp"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #ifndef RLK_PHYSICS_POISON_WORKSPACE
 /// Test mode, 0 (off) unless defined: see detail::poison_workspace.
@@ -178,6 +181,19 @@ template <class Scalar, class Dims, class State>
 RLK_HOST_DEVICE int simulate(const physics::model<Scalar, Dims>& m, State& s, const Scalar* action, int frame_skip) {
   physics::data<Scalar, Dims> d;  // not zeroed (see the overload above)
   return simulate(m, s, action, frame_skip, d);
+}
+
+/// @brief Refuses terminate_when_unhealthy = false when the Dims (ncon contacts, nefc rows) hold
+/// fewer than a robot lying on the floor needs (need_con, need_efc: measured, docs/physics.md).
+/// @throw std::invalid_argument naming the env, the setting and both capacities
+inline void require_room_for_falls(bool terminate_when_unhealthy, int ncon, int nefc, int need_con, int need_efc,
+                                   const char* env, const char* dims) {
+  RLK_EXPECTS(terminate_when_unhealthy || (ncon >= need_con && nefc >= need_efc), std::invalid_argument, "rlkernels::",
+              env, ": terminate_when_unhealthy = false lets the robot lie on the floor, which needs ", need_con,
+              " contacts and ", need_efc, " constraint rows per env (docs/physics.md), but these Dims hold ", ncon,
+              " and ", nefc, ". Use rlkernels::full_capacity_t<", env, "<...>> (Python: make_vec(..., capacity='full'); the "
+              "host train_* programs have full capacity) or physics::dims_with_capacity<models::", dims, ", ",
+              need_con, ", ", need_efc, "> as its Dims");
 }
 
 /// One more failed step in s (saturating): a capacity overflow, or else an unstable step.

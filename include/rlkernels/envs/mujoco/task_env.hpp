@@ -84,6 +84,11 @@ struct task_has_forward<Task, Params, Model, State,
                         decltype(void(Task::forward(std::declval<const Params&>(), std::declval<const Model&>(),
                                                     std::declval<State&>())))> : std::true_type {};
 
+template <class Task, class Params, class = void>
+struct task_has_validate : std::false_type {};
+template <class Task, class Params>
+struct task_has_validate<Task, Params, decltype(void(Task::validate(std::declval<const Params&>())))> : std::true_type {};
+
 template <class Task, class Params, class Step, class Info, class = void>
 struct task_has_failed_step : std::false_type {};
 template <class Task, class Params, class Step, class Info>
@@ -130,6 +135,9 @@ struct task_has_failed_step<Task, Params, Step, no_step_info,
 /// - `template <class S> struct step_info`: Gymnasium's info terms of a step. The task's `step`
 ///   then takes a third argument `step_info<S>&` to fill, and the env has `step_info` and
 ///   `step_with_info(p, s, action, info)`.
+/// - `template <class S> static void validate(const params<S>&)` (host): refuses settings that need
+///   more contacts or rows than `dims` holds (as Hopper's terminate_when_unhealthy = false with
+///   the measured capacities), throwing std::invalid_argument; vec_env calls it at construction.
 /// - `failed_step(const params<S>&, const mujoco_task_step<...>&[, step_info<S>&])`: the reward of
 ///   a step the engine could not take (0 without it; the bundled envs charge the control cost, as
 ///   the step would have), and its info terms (zero without it).
@@ -239,6 +247,12 @@ struct mujoco_env : detail::task_step_info_type<Task, Scalar> {
   }
 
   /// The task's observation of the state.
+  /// @brief The task's check of its settings against its capacities (its optional `validate`);
+  /// vec_env calls it at construction.
+  /// @throw std::invalid_argument naming the setting and the capacities it needs
+  static void validate(const Params& p) {
+    if constexpr (detail::task_has_validate<Task, task_params>::value) Task::validate(static_cast<const task_params&>(p));
+  }
   RLK_HOST_DEVICE static void observe(const Params& p, const State& s, Scalar* obs) {
     Task::observe(static_cast<const task_params&>(p), p.model, s, obs);
   }

@@ -51,6 +51,12 @@ struct walker2d_task {
     S reset_noise_scale = S(5e-3);         ///< half-width of the uniform reset noise
   };
 
+  /// Refuses terminate_when_unhealthy = false with Dims too small for the robot on the floor.
+  template <class S>
+  static void validate(const params<S>& p) {
+    detail::require_room_for_falls(p.terminate_when_unhealthy, dims::ncon, dims::nefc, 10, 43, "walker2d", "walker2d_dims");
+  }
+
   /// @brief Gymnasium's step info (the reward terms and positions).
   template <class S>
   struct step_info {
