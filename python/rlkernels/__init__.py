@@ -92,8 +92,14 @@ def default_params(env_id: str) -> dict:
 
 def capacities(env_id: str) -> dict | None:
     """The contact and constraint-row capacities per env of a MuJoCo env for each ``capacity`` of
-    :func:`make_vec`: ``{"default": (contacts, rows), "full": (contacts, rows)}`` (the same two for the
-    envs whose default is full already); None for envs without a physics engine."""
+    :func:`make_vec`, and what ``"auto"`` (the default) picks on each backend::
+
+        {"measured": (contacts, rows), "full": (contacts, rows),
+         "auto": {"serial": full, "openmp": full, "cuda": measured}}
+
+    e.g. ``(16, 36)`` and ``(190, 311)`` for Humanoid-v5 (the two are the same for the envs whose
+    measured capacities are full already). ``capacity="default"`` is ``"measured"``. None for envs
+    without a physics engine."""
     return _rlkernels.capacities(env_id)
 
 
@@ -149,7 +155,7 @@ class RlkVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, env_id: str, num_envs: int, seed=None, backend: str = "openmp", dtype: str = "float32",
-                 *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "default",
+                 *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "auto",
                  **env_kwargs: Any):
         if final_obs not in ("objects", "array"):
             raise ValueError(f"rlkernels.make_vec: final_obs must be 'objects' (Gymnasium's layout) or 'array', "
@@ -169,7 +175,7 @@ class RlkVectorEnv(VectorEnv):
             raise ValueError(f"rlkernels.make_vec: dtype must be 'float32' or 'float64', got {dtype!r}")
         first_seed = _seed_from(seed)
         if not isinstance(capacity, str):
-            raise TypeError(f"rlkernels.make_vec: capacity must be 'default' or 'full', got {capacity!r}")
+            raise TypeError(f"rlkernels.make_vec: capacity must be 'auto', 'measured' or 'full', got {capacity!r}")
         self._env = _rlkernels.make(env_id, int(num_envs), first_seed, backend, dtype, int(num_threads),
                                     dict(env_kwargs), capacity)
         self._info = self._env.info
@@ -323,10 +329,9 @@ class RlkVectorEnv(VectorEnv):
         """Env steps that needed more contacts or constraint rows than the model's workspace holds
         (its capacities, docs/physics.md), summed over the batch: each ended its episode as
         truncated (not terminated), its final observation the state before the step; no contact was
-        dropped. Non-zero: these settings need larger capacities (with
-        ``terminate_when_unhealthy=False``, Hopper-v5, Walker2d-v5 and Humanoid-v5 can need more than
-        their defaults, which are sized for the default termination): ``make_vec(..., capacity="full")``.
-        0 for envs without a physics engine."""
+        dropped. Only the measured capacities (``capacity="measured"``, and ``"auto"`` on CUDA), sized
+        for Gymnasium's default termination, can overflow; the full ones (``"auto"`` on the host
+        backends) have room for every contact. 0 for envs without a physics engine."""
         return int(self._env.capacity_overflows())
 
     @property
@@ -338,8 +343,8 @@ class RlkVectorEnv(VectorEnv):
     def _warn_engine_counters(self) -> None:
         what = {
             "capacity_overflows": "needed more contacts or constraint rows than the model's workspace holds (its "
-                                  f"capacities {self.capacities} are sized for the default termination; "
-                                  "make_vec(..., capacity='full') has room for every contact)",
+                                  f"measured capacities {self.capacities} are sized for the default termination; "
+                                  "make_vec(..., capacity='full') on a host backend has room for every contact)",
             "unstable_steps": "could not be computed by the physics engine (a non-finite or exploding state)",
         }
         for name, text in what.items():
@@ -413,7 +418,7 @@ class _ClosedEnv:
 
 
 def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str = "openmp", dtype: str = "float32",
-             *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "default",
+             *, copy: bool = False, num_threads: int = 0, final_obs: str = "objects", capacity: str = "auto",
              **env_kwargs: Any) -> RlkVectorEnv:
     """``num_envs`` environments ``env_id`` (see :func:`registered_envs`) as a Gymnasium ``VectorEnv``.
 
@@ -430,12 +435,15 @@ def make_vec(env_id: str, num_envs: int, seed: int | None = None, backend: str =
             env's last observation, a view unless ``copy``; index it with ``infos["_final_obs"]``). The
             object array costs about a microsecond per ended env; ``"array"`` costs nothing.
         capacity: the MuJoCo envs' contacts and constraint rows per env (see :func:`capacities`):
-            ``"default"`` (Hopper, Walker2d, HalfCheetah, Ant and the Humanoids: measured peaks with a margin,
-            sized for Gymnasium's default termination) or ``"full"`` (every contact the model's pairs can
-            make and every row: no step can overflow; more memory; host backends only). A step that needs
-            more than the capacity is truncated and counted (:meth:`RlkVectorEnv.capacity_overflows`). The
-            other envs have one capacity, already full. The bits are the same with either wherever
-            ``"default"`` did not overflow.
+            ``"auto"`` (the default: ``"full"`` on ``"serial"`` and ``"openmp"``, ``"measured"`` on
+            ``"cuda"``), ``"measured"`` (Hopper, Walker2d, HalfCheetah, Ant and the Humanoids: measured
+            peaks with a margin, sized for Gymnasium's default termination; ``"default"``, its name before
+            ``"auto"``, is still accepted) or ``"full"`` (every contact the model's pairs can make and
+            every row: no step can overflow; more memory; host backends only). A step that needs more
+            than the capacity is truncated and counted (:meth:`RlkVectorEnv.capacity_overflows`). With
+            the measured capacities, Hopper, Walker2d and Humanoid refuse ``terminate_when_unhealthy=False``
+            (``ValueError``: a robot lying on the floor needs more). The other envs have one capacity,
+            already full. The bits are the same with either wherever ``"measured"`` did not overflow.
         **env_kwargs: the env's parameters (see :func:`default_params`), e.g. ``ctrl_cost_weight=0.01``.
     """
     return RlkVectorEnv(env_id, num_envs, seed, backend, dtype, copy=copy, num_threads=num_threads,
@@ -477,5 +485,6 @@ class RlkEnv(gym.Env):
 
 
 def make(env_id: str, seed: int | None = None, dtype: str = "float32", **env_kwargs: Any) -> RlkEnv:
-    """One environment ``env_id`` as a ``gymnasium.Env`` (see :class:`RlkEnv`)."""
+    """One environment ``env_id`` as a ``gymnasium.Env`` (see :class:`RlkEnv`; on the serial backend, so
+    ``capacity="auto"``, the default, is full; keyword arguments as :func:`make_vec` takes them)."""
     return RlkEnv(env_id, seed, dtype, **env_kwargs)

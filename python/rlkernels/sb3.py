@@ -117,5 +117,5 @@ def make_vec_env(env_id: str, n_envs: int = 1, seed: int | None = None, backend:
                  dtype: str = "float32", **env_kwargs: Any) -> RlkVecEnv:
     """``n_envs`` rlkernels envs ``env_id`` as an SB3 ``VecEnv`` (the counterpart of SB3's
     ``make_vec_env``; keyword arguments are the env's parameters, see ``rlkernels.default_params``, and
-    ``capacity`` as ``rlkernels.make_vec`` takes it)."""
+    ``capacity`` as ``rlkernels.make_vec`` takes it: ``"auto"`` by default, full on the host backends)."""
     return RlkVecEnv(_make_vec(env_id, n_envs, seed, backend, dtype, **env_kwargs))

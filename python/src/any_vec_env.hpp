@@ -42,7 +42,9 @@ struct make_request {
   std::string backend = "openmp";  ///< "serial", "openmp" or (a build with RLK_PYTHON_CUDA) "cuda"
   int num_threads = 0;             ///< OpenMP threads (0: OpenMP's default)
   std::vector<param_entry> params; ///< keyword arguments
-  std::string capacity = "default";  ///< the MuJoCo envs' workspace: "default" or "full" (rlkernels::full_capacity_t)
+  /// The MuJoCo envs' workspace: "auto" ("full" on the host backends, "measured" on CUDA), "measured"
+  /// (the env's own Dims; "default" is its old name) or "full" (rlkernels::full_capacity_t).
+  std::string capacity = "auto";
 };
 
 /// The interface of a batch of envs of one type on one host backend.
@@ -126,7 +128,7 @@ std::unique_ptr<any_vec_env> make_vec_double_cuda(const make_request& r);  // py
 /// The keyword arguments `id` accepts with their default values (Gymnasium's where it has them).
 std::vector<param_entry> default_params(const std::string& id);
 
-/// The contact and row capacities of `id` with capacity "default" and "full" ({-1, -1} each for
+/// The contact and row capacities of `id` with capacity "measured" and "full" ({-1, -1} each for
 /// envs without a physics workspace).
 std::pair<std::pair<int, int>, std::pair<int, int>> capacities_of(const std::string& id);
 

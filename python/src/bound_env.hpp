@@ -281,6 +281,23 @@ std::unique_ptr<any_vec_env> bind(const make_request& r, const Entry& entry, Bac
     apply_params<Env>(r.id, params, params_of<entry_env>(entry.params));
   }
   apply_params<Env>(r.id, params, r.params);
+  if constexpr (rlkernels::detail::has_validate_params<Env>::value && capacities<Env>().first >= 0) {
+    // The MuJoCo envs refuse settings their capacities cannot hold (Hopper's terminate_when_unhealthy
+    // = false with the measured ones): the same check vec_env makes, with the call named.
+    try {
+      Env::validate(params);
+    } catch (const std::invalid_argument& e) {
+      constexpr bool host = rlkernels::is_host_backend_v<Backend>;
+      throw std::invalid_argument(
+          "rlkernels.make_vec('" + r.id + "', capacity='" + r.capacity + "'" +
+          (r.capacity == "auto" && !host ? std::string(": the measured capacities on backend 'cuda'") : std::string()) +
+          "): " + e.what() +
+          (host ? std::string()
+                : std::string(". On backend 'cuda' capacity='full' is refused (too large for a GPU thread's stack): "
+                              "run these settings on 'serial' or 'openmp' (capacity='auto' is full there), or "
+                              "register the env with physics::dims_with_capacity as an env of your own")));
+    }
+  }
   rlkernels::env_info info = entry.info;
   info.max_episode_steps = params.max_episode_steps;
   return std::make_unique<bound_env<Env, Backend>>(info, backend, r.num_envs, r.seed, params);
@@ -288,20 +305,25 @@ std::unique_ptr<any_vec_env> bind(const make_request& r, const Entry& entry, Bac
 
 }  // namespace detail
 
-/// The registry's env for r.id with r's keyword arguments and capacity, on `backend`.
+/// The registry's env for r.id with r's keyword arguments and capacity, on `backend`: r.capacity
+/// "auto" is full_capacity_t<Env> on the host backends and Env (the measured capacities) on CUDA,
+/// "measured" (or its old name "default") Env, "full" full_capacity_t<Env> (host backends only).
 template <class Scalar, class Backend>
 std::unique_ptr<any_vec_env> make_bound(const make_request& r, Backend backend) {
-  if (r.capacity != "default" && r.capacity != "full")
-    throw std::invalid_argument("rlkernels.make_vec('" + r.id + "'): capacity must be 'default' or 'full', got '" +
-                                r.capacity + "'");
+  const std::string& c = r.capacity;
+  if (c != "auto" && c != "measured" && c != "full" && c != "default")
+    throw std::invalid_argument("rlkernels.make_vec('" + r.id +
+                                "'): capacity must be 'auto', 'measured' or 'full' ('default' is 'measured'), got '" +
+                                c + "'");
+  const bool full = c == "full" || (c == "auto" && rlkernels::is_host_backend_v<Backend>);
   return rlkernels::visit_env<Scalar>(r.id, [&](auto entry) -> std::unique_ptr<any_vec_env> {
     using Env = typename decltype(entry)::env_type;
     using Full = rlkernels::full_capacity_t<Env>;
-    if (r.capacity == "full" && detail::capacities<Env>().first < 0)
+    if (c == "full" && detail::capacities<Env>().first < 0)
       throw std::invalid_argument("rlkernels.make_vec('" + r.id + "'): capacity='full' is for the MuJoCo envs; " +
                                   r.id + " has no physics workspace");
     if constexpr (!std::is_same_v<Full, Env>) {
-      if (r.capacity == "full") {
+      if (full) {
         if constexpr (rlkernels::is_host_backend_v<Backend>) {
           return detail::bind<Full>(r, entry, backend);
         } else {

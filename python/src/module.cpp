@@ -357,11 +357,18 @@ NB_MODULE(_rlkernels, m) {
   m.def(
       "capacities",
       [](const std::string& id) -> nb::object {
-        const auto [def, full] = capacities_of(id);
-        if (def.first < 0) return nb::none();
+        const auto [measured, full] = capacities_of(id);
+        if (measured.first < 0) return nb::none();
+        const nb::tuple m = nb::make_tuple(measured.first, measured.second);
+        const nb::tuple f = nb::make_tuple(full.first, full.second);
+        nb::dict by_backend;  // what capacity="auto" gives (make_bound)
+        by_backend["serial"] = f;
+        by_backend["openmp"] = f;
+        by_backend["cuda"] = m;
         nb::dict d;
-        d["default"] = nb::make_tuple(def.first, def.second);
-        d["full"] = nb::make_tuple(full.first, full.second);
+        d["measured"] = m;
+        d["full"] = f;
+        d["auto"] = by_backend;
         return d;
       },
       nb::arg("id"));
@@ -504,7 +511,7 @@ NB_MODULE(_rlkernels, m) {
           nb::arg("states"));
 
   m.def("make", &make, nb::arg("id"), nb::arg("num_envs"), nb::arg("seed"), nb::arg("backend"), nb::arg("dtype"),
-        nb::arg("num_threads"), nb::arg("kwargs"), nb::arg("capacity") = "default");
+        nb::arg("num_threads"), nb::arg("kwargs"), nb::arg("capacity") = "auto");
 
   bind_estimators<float>(m);
   bind_estimators<double>(m);

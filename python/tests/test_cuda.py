@@ -28,7 +28,8 @@ def _cuda_and_serial(torch, env_id, n, seed):
     """The same float64 batch on CUDA and on the serial backend, both reset; returns them, their
     first observations and a device-to-NumPy copy function."""
     gpu = rlkernels.make_vec(env_id, n, seed=seed, backend="cuda", dtype="float64")
-    cpu = rlkernels.make_vec(env_id, n, seed=seed, backend="serial", dtype="float64", final_obs="array")
+    cpu = rlkernels.make_vec(env_id, n, seed=seed, backend="serial", dtype="float64", final_obs="array",
+                             capacity="measured")  # the capacities "auto" gives on CUDA
     obs_g, _ = gpu.reset(seed=seed)
     obs_c, _ = cpu.reset(seed=seed)
     return gpu, cpu, obs_g, obs_c, lambda x: torch.from_dlpack(x).cpu().numpy()
@@ -104,3 +105,19 @@ def test_cuda_physics_env_agrees_with_the_host():
         np.testing.assert_allclose(host(og), oc, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(host(rg), rc, rtol=1e-6, atol=1e-8)
         np.testing.assert_array_equal(host(tg), tc)
+
+
+def test_cuda_auto_capacity_is_the_measured_one_and_refuses_what_needs_more():
+    if not rlkernels.has_cuda:
+        pytest.skip("this build has no CUDA backend (RLK_PYTHON_CUDA=OFF)")
+    # refused before anything reaches the GPU: the measured capacities cannot hold a robot on the floor
+    for capacity in ("auto", "measured"):
+        with pytest.raises(ValueError, match=rf"make_vec\('Hopper-v5', capacity='{capacity}'.*"
+                                             r"terminate_when_unhealthy = false.*On backend 'cuda'"):
+            rlkernels.make_vec("Hopper-v5", 2, backend="cuda", capacity=capacity, terminate_when_unhealthy=False)
+    with pytest.raises(ValueError, match="capacity='full' runs on the host backends"):
+        rlkernels.make_vec("Hopper-v5", 2, backend="cuda", capacity="full")
+    _torch_with_gpu()
+    for env_id in ("Hopper-v5", "Humanoid-v5"):
+        envs = rlkernels.make_vec(env_id, 2, seed=0, backend="cuda")
+        assert envs.capacities == rlkernels.capacities(env_id)["auto"]["cuda"] == rlkernels.capacities(env_id)["measured"]

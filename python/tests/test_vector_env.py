@@ -443,42 +443,79 @@ def test_one_env_reports_a_failed_step():
 
 
 
-# ---- capacity: the MuJoCo envs' workspace, "default" (measured) or "full" (every contact) ----
+# ---- capacity: the MuJoCo envs' workspace, "measured", "full" (every contact) or "auto" ----
+
+def _capacities(measured, full):
+    return {"measured": measured, "full": full, "auto": {"serial": full, "openmp": full, "cuda": measured}}
+
 
 def test_capacities_of_each_choice_are_reported():
-    assert rlkernels.capacities("Hopper-v5") == {"default": (6, 20), "full": (14, 44)}
-    assert rlkernels.capacities("Humanoid-v5") == {"default": (16, 36), "full": (190, 311)}
-    assert rlkernels.capacities("Walker2d-v5") == {"default": (10, 36), "full": (14, 68)}
-    assert rlkernels.capacities("HalfCheetah-v5") == {"default": (14, 47), "full": (16, 76)}
-    assert rlkernels.capacities("Pusher-v5") == {"default": (25, 47), "full": (25, 47)}  # full already
+    assert rlkernels.capacities("Hopper-v5") == _capacities((6, 20), (14, 44))
+    assert rlkernels.capacities("Humanoid-v5") == _capacities((16, 36), (190, 311))
+    assert rlkernels.capacities("Walker2d-v5") == _capacities((10, 36), (14, 68))
+    assert rlkernels.capacities("HalfCheetah-v5") == _capacities((14, 47), (16, 76))
+    assert rlkernels.capacities("Pusher-v5") == _capacities((25, 47), (25, 47))  # full already
     assert rlkernels.capacities("CartPole-v1") is None
     for env_id in ("Hopper-v5", "Ant-v5", "Walker2d-v5", "HalfCheetah-v5", "Pusher-v5"):
-        for capacity in ("default", "full"):
-            envs = rlkernels.make_vec(env_id, 2, seed=0, backend="serial", capacity=capacity)
-            assert envs.capacities == rlkernels.capacities(env_id)[capacity]
-    assert rlkernels.make_vec("CartPole-v1", 2, seed=0).capacities is None
+        c = rlkernels.capacities(env_id)
+        for backend in ("serial", "openmp"):
+            for capacity in ("measured", "full"):
+                envs = rlkernels.make_vec(env_id, 2, seed=0, backend=backend, capacity=capacity)
+                assert envs.capacities == c[capacity]
+            assert rlkernels.make_vec(env_id, 2, seed=0, backend=backend).capacities == c["auto"][backend]
+        # "default", the name of the measured capacities before "auto", still selects them
+        assert rlkernels.make_vec(env_id, 2, seed=0, backend="serial", capacity="default").capacities == c["measured"]
+    for backend in ("serial", "openmp"):
+        assert rlkernels.make_vec("CartPole-v1", 2, seed=0, backend=backend).capacities is None
+        assert rlkernels.make_vec("CartPole-v1", 2, seed=0, backend=backend, capacity="measured").capacities is None
+
+
+def test_auto_capacity_is_full_on_the_host_and_measured_is_chosen_explicitly():
+    assert rlkernels.make_vec("Humanoid-v5", 2, backend="serial").capacities == (190, 311)
+    assert rlkernels.make_vec("Humanoid-v5", 2, backend="openmp", capacity="auto").capacities == (190, 311)
+    assert rlkernels.make_vec("Humanoid-v5", 2, backend="serial", capacity="measured").capacities == (16, 36)
+    assert rlkernels.make("Humanoid-v5", seed=0).unwrapped_vec.capacities == (190, 311)
+
+
+def test_the_measured_capacities_refuse_settings_that_need_more_room():
+    for env_id in ("Hopper-v5", "Walker2d-v5", "Humanoid-v5"):
+        for capacity in ("measured", "default"):
+            with pytest.raises(ValueError, match=rf"make_vec\('{env_id}', capacity='{capacity}'\): .*"
+                                                 r"terminate_when_unhealthy = false"):
+                rlkernels.make_vec(env_id, 2, backend="serial", capacity=capacity, terminate_when_unhealthy=False)
+    with pytest.raises(ValueError, match="terminate_when_unhealthy = false"):
+        rlkernels.make("Hopper-v5", capacity="measured", terminate_when_unhealthy=False)
+    # "auto" on the host is full: room for a robot lying on the floor
+    for env_id in ("Hopper-v5", "Walker2d-v5", "Humanoid-v5"):
+        envs = rlkernels.make_vec(env_id, 2, backend="serial", capacity="auto", terminate_when_unhealthy=False)
+        assert envs.capacities == rlkernels.capacities(env_id)["full"]
+        assert envs.params["terminate_when_unhealthy"] is False
+        envs.reset(seed=0)
+        envs.step(np.zeros(envs.action_space.shape))
+    # the default termination fits the measured capacities
+    assert rlkernels.make_vec("Hopper-v5", 2, backend="serial", capacity="measured").capacities == (6, 20)
 
 
 @pytest.mark.parametrize("env_id", ["Hopper-v5", "Walker2d-v5", "HalfCheetah-v5"])
-def test_full_capacity_steps_the_same_bits_where_the_default_holds(env_id):
+def test_full_capacity_steps_the_same_bits_where_the_measured_holds(env_id):
     envs = {c: rlkernels.make_vec(env_id, 8, seed=3, backend="openmp", dtype="float64", capacity=c)
-            for c in ("default", "full")}
-    assert envs["full"]._env.state_bytes == envs["default"]._env.state_bytes  # the workspace is not in the State
-    assert envs["full"]._env.params == envs["default"]._env.params
+            for c in ("measured", "full")}
+    assert envs["full"]._env.state_bytes == envs["measured"]._env.state_bytes  # the workspace is not in the State
+    assert envs["full"]._env.params == envs["measured"]._env.params
     obs = {c: e.reset(seed=3)[0].copy() for c, e in envs.items()}
-    np.testing.assert_array_equal(obs["default"], obs["full"])
+    np.testing.assert_array_equal(obs["measured"], obs["full"])
     rng = np.random.default_rng(0)
     for _ in range(400):
-        a = rng.uniform(-1, 1, size=(8,) + envs["default"].single_action_space.shape)
+        a = rng.uniform(-1, 1, size=(8,) + envs["measured"].single_action_space.shape)
         out = {c: [x.copy() if isinstance(x, np.ndarray) else x for x in e.step(a)[:4]] for c, e in envs.items()}
         for k in range(4):
-            np.testing.assert_array_equal(out["default"][k], out["full"][k])
-    assert envs["default"].capacity_overflows() == 0 and envs["full"].capacity_overflows() == 0
+            np.testing.assert_array_equal(out["measured"][k], out["full"][k])
+    assert envs["measured"].capacity_overflows() == 0 and envs["full"].capacity_overflows() == 0
 
 
 def _lay_down(envs):
     """Humanoid-v5 (float64) lying on its side on the floor: 14 contacts, 58 rows (MuJoCo's mj_forward
-    of this pose), more than the default 36 rows."""
+    of this pose), more than the measured 36 rows."""
     s = envs.get_states()
     q = s.view(np.float64)
     q[:, 2] = 0.11                                   # torso height
@@ -488,18 +525,20 @@ def _lay_down(envs):
     envs.set_states(s)
 
 
-def test_a_humanoid_lying_down_overflows_the_default_capacity_and_not_the_full_one():
-    default = rlkernels.make_vec("Humanoid-v5", 2, seed=0, backend="serial", dtype="float64",
-                                 terminate_when_unhealthy=False)
+def test_a_humanoid_lying_down_overflows_the_measured_capacity_and_not_the_full_one():
+    # With the default termination (the measured capacities refuse terminate_when_unhealthy=False):
+    # the step overflows in the physics, before the task could check the pose, so it is a truncation.
+    measured = rlkernels.make_vec("Humanoid-v5", 2, seed=0, backend="serial", dtype="float64", capacity="measured")
     full = rlkernels.make_vec("Humanoid-v5", 2, seed=0, backend="serial", dtype="float64",
                               terminate_when_unhealthy=False, capacity="full")
-    assert full.capacities == (190, 311)
-    for e in (default, full):
+    assert measured.capacities == (16, 36) and full.capacities == (190, 311)
+    for e in (measured, full):
         e.reset(seed=0)
         _lay_down(e)
     with pytest.warns(RuntimeWarning, match=r"Humanoid-v5: 2 env step\(s\) needed more contacts .*capacity='full'"):
-        _, _, term, trunc, infos = default.step(np.zeros((2, 17)))
-    assert default.capacity_overflows() == 2 and list(trunc) == [True, True] and not term.any()
+        _, _, term, trunc, infos = measured.step(np.zeros((2, 17)))
+    assert measured.capacity_overflows() == 2 and list(trunc) == [True, True] and not term.any()
+    assert measured.unstable_steps() == 0 and list(infos["failed_step"]) == [True, True]
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -510,9 +549,11 @@ def test_a_humanoid_lying_down_overflows_the_default_capacity_and_not_the_full_o
 
 
 def test_capacity_is_checked():
-    with pytest.raises(ValueError, match="capacity must be 'default' or 'full', got 'huge'"):
+    with pytest.raises(ValueError, match="capacity must be 'auto', 'measured' or 'full' .*, got 'huge'"):
         rlkernels.make_vec("Hopper-v5", 2, capacity="huge")
-    with pytest.raises(TypeError, match="capacity must be 'default' or 'full'"):
+    with pytest.raises(ValueError, match="capacity must be 'auto', 'measured' or 'full'"):
+        rlkernels.make_vec("CartPole-v1", 2, backend="serial", capacity="")
+    with pytest.raises(TypeError, match="capacity must be 'auto', 'measured' or 'full'"):
         rlkernels.make_vec("Hopper-v5", 2, capacity=64)
     with pytest.raises(ValueError, match="capacity='full' is for the MuJoCo envs; CartPole-v1 has no physics"):
         rlkernels.make_vec("CartPole-v1", 2, capacity="full")
