@@ -6,16 +6,18 @@
 //     (a sum of one part, a mean over one rank), and the argument checks still hold;
 //   - two ranks on the one GPU: this process is rank 0 and starts rank 1 as a second process
 //     (fork, then exec of this program with --rlk-nccl-peer, so that rank 1 starts with a CUDA
-//     state of its own whatever this process did before); both meet through NCCL's own bootstrap
-//     at MASTER_ADDR:MASTER_PORT + 1 on 127.0.0.1 while rank 0 holds MASTER_PORT open, as
-//     torchrun's agent does (its rendezvous store). The ordered all-reduce must give the same bits as the host fold of
+//     state of its own whatever this process did before); rank 1 receives rank 0's NCCL unique id
+//     at MASTER_ADDR:MASTER_PORT + 1 on 127.0.0.1 (distributed/rendezvous.hpp) while rank 0 holds
+//     MASTER_PORT open, as torchrun's agent does (its rendezvous store), and a thread of rank 0
+//     reading NCCL_COMM_ID throughout its start-up never sees it set (the earlier code set it for
+//     the start-up, racing with getenv on other threads). The ordered all-reduce must give the same bits as the host fold of
 //     the ranks' parts in rank order (detail::fold_host), on device and host memory, for float,
 //     double and uint64, sum and mean; the native one the same values up to rounding (uint64
 //     exactly); broadcast, all_gather, gather_bytes and barrier the exact bytes. NCCL may refuse
 //     two ranks on one device ("Duplicate GPU detected"): the case then says so (WARN) and
 //     passes; any other failure fails it;
 //   - a rank that never joins: rank 0 of 2 alone, with a 3 s timeout, throws distributed_error
-//     from NCCL's initialisation within a few seconds.
+//     from the hand-over of NCCL's unique id within a few seconds.
 //
 // NCCL's own warnings go to a file per process (NCCL_DEBUG=WARN, NCCL_DEBUG_FILE, unless set
 // already), read back to recognise a refused device and shown when a case fails.
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -680,14 +683,26 @@ TEST_CASE("nccl_communicator with 2 ranks on the one GPU: ordered all-reduce equ
   std::string init_error, sequence_error;
   bool started = false;
   const auto start = std::chrono::steady_clock::now();
+  // Another thread reads NCCL_COMM_ID throughout the start-up, as a program's other threads may.
+  REQUIRE(std::getenv("NCCL_COMM_ID") == nullptr);
+  std::atomic<bool> starting{true}, comm_id_seen{false};
+  std::thread reader([&] {
+    while (starting)
+      if (std::getenv("NCCL_COMM_ID") != nullptr) comm_id_seen = true;
+  });
   try {
     nccl_communicator comm(env_for(0, 2, port), two_rank_timeout_s);
+    starting = false;
+    reader.join();
     started = true;
     catch_check check;
     two_rank_sequence(comm, check);
   } catch (const distributed_error& e) {
     (started ? sequence_error : init_error) = e.what();
   }
+  starting = false;
+  if (reader.joinable()) reader.join();
+  CHECK_FALSE(comm_id_seen);  // the start-up never wrote the environment
   const int peer = rank1.wait(two_rank_timeout_s + 10.0);
   const std::string logs = nccl_log_of(::getpid()) + nccl_log_of(rank1.pid());
   INFO("rank 0's NCCL warnings and rank 1's (NCCL_DEBUG=WARN):\n" << (logs.empty() ? "(none)" : logs));
@@ -725,7 +740,7 @@ TEST_CASE("nccl_communicator: a rank that never joins ends rank 0's start-up at 
   INFO("after " << seconds << " s");
   CHECK(rank == 0);
   CHECK_THAT(message, Catch::Matchers::Contains("rank 0 of 2"));
-  CHECK_THAT(message, Catch::Matchers::Contains("init of 'the NCCL communicator': timed out after 3 s"));
+  CHECK_THAT(message, Catch::Matchers::Contains("init of 'the NCCL unique id': timed out after 3 s"));
   CHECK(seconds >= 2.9);
   CHECK(seconds < 8.0);
 }

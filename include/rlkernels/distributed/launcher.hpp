@@ -1,11 +1,12 @@
 // rlkernels/distributed/launcher.hpp
 // Where this process sits in a job, read from its launcher's environment variables (mpirun or
-// mpiexec of Open MPI and MPICH, torchrun, Slurm's srun), and the address NCCL's own bootstrap
-// uses (NCCL_COMM_ID) when no MPI hands NCCL's id over. Host only: no sockets, no CUDA, no MPI.
+// mpiexec of Open MPI and MPICH, torchrun, Slurm's srun), and the address at which rank 0 hands
+// NCCL's id to the others when no MPI does (rendezvous.hpp; NCCL_COMM_ID names it, or NCCL's own
+// bootstrap meets there when it is set in the environment). Host only: no sockets, no CUDA, no MPI.
 //
-// Why NCCL_COMM_ID is not MASTER_PORT: torchrun's agent on node 0 serves its rendezvous store
+// Why that address is not MASTER_PORT: torchrun's agent on node 0 serves its rendezvous store
 // (a c10d TCPStore) on MASTER_ADDR:MASTER_PORT for the whole job (static rendezvous, torchrun's
-// default), so a worker that listens on MASTER_PORT fails with EADDRINUSE. NCCL listens on
+// default), so a worker that listens on MASTER_PORT fails with EADDRINUSE. Rank 0 listens on
 // MASTER_PORT + 1 instead, unless NCCL_COMM_ID names the address (docs/distributed.md).
 #pragma once
 
@@ -66,8 +67,9 @@ struct launcher_environment {
   }
 };
 
-/// @brief The "host:port" at which NCCL's own bootstrap meets (NCCL_COMM_ID: rank 0's NCCL
-/// listens there, the others connect), for a job started without MPI: env.nccl_comm_id when set,
+/// @brief The "host:port" at which the ranks of a job started without MPI meet to share NCCL's
+/// unique id (rank 0 listens there, the others connect: rendezvous.hpp; with NCCL_COMM_ID in the
+/// environment, NCCL's own bootstrap meets there): env.nccl_comm_id when set,
 /// else env.master_addr : env.master_port + 1 (an IPv6 address in brackets). Not MASTER_PORT
 /// itself, which torchrun's agent holds. The address must be one of rank 0's machine.
 /// @throw std::invalid_argument when neither is available (the message says what to set), when

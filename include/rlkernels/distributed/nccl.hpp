@@ -3,9 +3,11 @@
 // with nvcc (the class exists only when RLK_HAS_CUDA) and link libnccl (-lnccl). Under a host
 // compiler this header declares nothing.
 //
-// Start-up uses what the engines provide: under MPI, rank 0 makes the NCCL unique id and
-// broadcasts it through an mpi_communicator; without MPI (torchrun, srun), NCCL's own bootstrap
-// meets at NCCL_COMM_ID (launcher.hpp: nccl_comm_id_for, MASTER_PORT + 1 unless set). NCCL is
+// Start-up: rank 0 makes the NCCL unique id and hands it to the others, under MPI through an
+// mpi_communicator's broadcast, without MPI (torchrun, srun) at one TCP address
+// (rendezvous.hpp; launcher.hpp's nccl_comm_id_for: MASTER_ADDR:MASTER_PORT + 1 unless
+// NCCL_COMM_ID names one). When NCCL_COMM_ID is set in the environment, NCCL's own bootstrap
+// meets there instead. The process environment is never written. NCCL is
 // initialised non-blocking (ncclConfig_t::blocking = 0) and every wait, the initialisation's
 // included, polls ncclCommGetAsyncError and the stream until done or the deadline: then the
 // communicator is aborted (ncclCommAbort) and the call throws distributed_error naming this rank
@@ -20,6 +22,7 @@
 #include "../core/communicator.hpp"
 #include "../core/error.hpp"
 #include "launcher.hpp"
+#include "rendezvous.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -115,36 +118,6 @@ class nccl_owned_stream {
   int device_ = 0;
 };
 
-/// Sets an environment variable for a scope ("" leaves it as it is) and restores it after: the
-/// previous value, or its absence.
-class scoped_environment_variable {
- public:
-  scoped_environment_variable(const char* name, const std::string& value) : name_(name) {
-    if (value.empty()) return;
-    if (const char* old = std::getenv(name)) {
-      had_value_ = true;
-      old_value_ = old;
-    }
-    if (::setenv(name, value.c_str(), 1) != 0)
-      throw std::invalid_argument(std::string("rlkernels::nccl_communicator: cannot set ") + name + "=" + value);
-    set_ = true;
-  }
-  scoped_environment_variable(const scoped_environment_variable&) = delete;
-  scoped_environment_variable& operator=(const scoped_environment_variable&) = delete;
-  ~scoped_environment_variable() {
-    if (!set_) return;
-    if (had_value_)
-      (void)::setenv(name_, old_value_.c_str(), 1);
-    else
-      (void)::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_value_;
-  bool had_value_ = false, set_ = false;
-};
-
 /// The NCCL communicator handle: finalised and destroyed when healthy (waiting at most the
 /// timeout for the finalisation), aborted when a collective failed.
 struct nccl_comm_handle {
@@ -209,36 +182,64 @@ struct nccl_comm_handle {
 /// process (abort()). One thread at a time may call it.
 class nccl_communicator final : public communicator {
  public:
-  /// @brief Joins a job started without MPI (torchrun, srun, or the same variables set by hand)
-  /// with NCCL's own bootstrap: makes env.local_rank the calling thread's CUDA device
-  /// (cudaSetDevice, left current), sets NCCL_COMM_ID to nccl_comm_id_for(env) for the duration
-  /// of the call (the previous value, or its absence, is restored), so that every rank's
-  /// ncclGetUniqueId gives the same id naming that address, then initialises NCCL: rank 0's NCCL
-  /// listens there and the others connect. No port of the launcher's is touched (torchrun's agent
-  /// holds MASTER_PORT). Writes the process environment: no other thread may read or write it
-  /// meanwhile. Costs NCCL's initialisation (typically 0.1 .. a few seconds), waited for at most
-  /// `timeout_seconds`. With one rank no address is needed.
+  /// @brief Joins a job started without MPI (torchrun, srun, or the same variables set by hand):
+  /// makes env.local_rank the calling thread's CUDA device (cudaSetDevice, left current); rank 0
+  /// makes the NCCL unique id (ncclGetUniqueId) and hands it to the other ranks at
+  /// nccl_comm_id_for(env) (rank 0 listens there for one connection per rank, the others connect,
+  /// retrying until it listens: detail::rendezvous_broadcast), then every rank initialises NCCL
+  /// with it. When NCCL_COMM_ID is set in the process environment, NCCL's own bootstrap meets there
+  /// instead (every rank's ncclGetUniqueId reads it and gives the same id; rank 0's NCCL listens).
+  /// The process environment is only read, never written, so other threads may use it meanwhile.
+  /// No port of the launcher's is touched (torchrun's agent holds MASTER_PORT). Costs the hand-over
+  /// (one connection per rank to rank 0) and NCCL's initialisation (typically 0.1 .. a few
+  /// seconds), both within `timeout_seconds`. With one rank no address is needed.
   /// @param env this rank's place in the job (launcher_environment::from_env())
   /// @param timeout_seconds how long any call waits for the other ranks, > 0
   /// @throw std::invalid_argument on a bad env or timeout, a local rank with no CUDA device, or no
   ///        address to meet at (nccl_comm_id_for says what to set); cuda_error if CUDA fails;
-  ///        distributed_error if NCCL's initialisation fails or times out (a rank that never
-  ///        starts, or rank 0 unable to listen at the address)
+  ///        distributed_error if the hand-over or NCCL's initialisation fails or times out (a rank
+  ///        that never starts, or rank 0 unable to listen at the address)
   explicit nccl_communicator(const launcher_environment& env, double timeout_seconds = 60.0)
       : rank_(env.rank), size_(env.world_size), device_(env.local_rank), timeout_(timeout_seconds),
         staging_(env.local_rank), gathered_(env.local_rank) {
     check_arguments("launcher_environment: the local rank");
-    const std::string address = size_ > 1 ? nccl_comm_id_for(env) : std::string();
+    const auto deadline = deadline_from_now();
+    const detail::nccl_bootstrap_plan plan = detail::plan_nccl_bootstrap(env, std::getenv("NCCL_COMM_ID"));
     RLK_CUDA_CHECK(cudaSetDevice(device_));
-    const detail::scoped_environment_variable comm_id("NCCL_COMM_ID", address);
     ncclUniqueId id;
-    const ncclResult_t result = ncclGetUniqueId(&id);
-    if (result != ncclSuccess)
-      fail_nccl("init", "the NCCL unique id", result,
-                address.empty() ? std::string("ncclGetUniqueId failed")
-                                : "ncclGetUniqueId failed for NCCL_COMM_ID=" + address + " (not host:port, or the "
-                                  "host does not resolve)");
-    init(id);  // NCCL reads NCCL_COMM_ID here too (rank 0 starts listening), before comm_id restores it
+    std::memset(&id, 0, sizeof(id));
+    if (plan.route != detail::nccl_id_route::rendezvous) {
+      // One rank, or NCCL_COMM_ID in the environment: NCCL reads it in ncclGetUniqueId (the same
+      // id on every rank) and again in the initialisation (rank 0 listens there).
+      const ncclResult_t result = ncclGetUniqueId(&id);
+      if (result != ncclSuccess)
+        fail_nccl("init", "the NCCL unique id", result,
+                  plan.address.empty() ? std::string("ncclGetUniqueId failed")
+                                       : "ncclGetUniqueId failed for NCCL_COMM_ID=" + plan.address +
+                                             " (not host:port, or the host does not resolve)");
+    } else {
+      // Rank 0's id (and its ncclGetUniqueId result) handed to every rank at the address.
+      std::vector<std::uint8_t> packet(sizeof(std::int32_t) + sizeof(ncclUniqueId), 0);
+      if (rank_ == 0) {
+        const std::int32_t result = static_cast<std::int32_t>(ncclGetUniqueId(&id));
+        std::memcpy(packet.data(), &result, sizeof(result));
+        std::memcpy(packet.data() + sizeof(result), &id, sizeof(id));
+      }
+      const double left = std::chrono::duration<double>(deadline - clock::now()).count();
+      packet = detail::rendezvous_broadcast(plan.address, rank_, size_, packet, std::max(left, 1e-3),
+                                            "rlkernels::nccl_communicator: " + where_am_i() +
+                                                ": init of 'the NCCL unique id'");
+      std::int32_t result = 0;
+      if (packet.size() != sizeof(result) + sizeof(id))
+        fail("init", "the NCCL unique id", "rank 0 sent " + std::to_string(packet.size()) + " bytes, not " +
+                                               std::to_string(sizeof(result) + sizeof(id)));
+      std::memcpy(&result, packet.data(), sizeof(result));
+      std::memcpy(&id, packet.data() + sizeof(result), sizeof(id));
+      if (result != static_cast<std::int32_t>(ncclSuccess))
+        fail("init", "the NCCL unique id",
+             std::string("ncclGetUniqueId failed on rank 0: ") + ncclGetErrorString(static_cast<ncclResult_t>(result)));
+    }
+    init(id, deadline);
   }
 
   /// @brief Builds NCCL over an existing communicator (say, an mpi_communicator): rank and size
@@ -520,9 +521,10 @@ class nccl_communicator final : public communicator {
     comm_.timeout_seconds = timeout_;
   }
 
-  void init(const ncclUniqueId& id) {
+  /// Initialises NCCL with `id`, waiting until `deadline` (the start-up's, from now by default).
+  void init(const ncclUniqueId& id) { init(id, deadline_from_now()); }
+  void init(const ncclUniqueId& id, clock::time_point deadline) {
     stream_.create(device_);
-    const auto deadline = deadline_from_now();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     ncclUniqueId copy = id;
