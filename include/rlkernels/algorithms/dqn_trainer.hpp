@@ -63,7 +63,8 @@ namespace rlkernels {
 /// own num_envs envs (envs rank * num_envs ..., with those envs' exploration streams) into its own
 /// replay buffer and samples its batch_size transitions from it; the parameters start as rank
 /// 0's, the gradients are all-reduced before every optimiser step, the episode statistics are
-/// gathered, and rank 0 writes the checkpoints (with every rank's envs and replay buffer). With
+/// gathered, and each rank writes its envs and replay buffer to its shard of a checkpoint (rank 0
+/// the manifest, last). With
 /// the ordered reduction a run equals one process with R * num_envs envs, R * batch_size,
 /// R * buffer_size and env_shards = R bit for bit. Prioritized replay is not data-parallel.
 ///

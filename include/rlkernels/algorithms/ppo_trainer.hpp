@@ -56,7 +56,8 @@ namespace rlkernels {
 /// Data parallelism (docs/distributed.md): given a communicator of R ranks, each rank steps its
 /// own num_envs envs (envs rank * num_envs ..., with those envs' random streams), the parameters
 /// start as rank 0's, each minibatch's gradient is all-reduced before the optimiser step, the
-/// episode statistics are gathered, and rank 0 writes the checkpoints. With the ordered
+/// episode statistics are gathered, and each rank writes its shard of a checkpoint (rank 0 the
+/// manifest, last). With the ordered
 /// reduction a run equals one process with R * num_envs envs and env_shards = R bit for bit.
 ///
 /// The counters, checkpoints (save_checkpoint, load_checkpoint, automatic ones every

@@ -161,8 +161,8 @@ struct sac_iteration_stats {
 /// own num_envs envs (envs rank * num_envs ..., with those envs' random streams) into its own
 /// replay buffer and samples its batch_size transitions from it; the parameters start as rank
 /// 0's, the critic, actor and temperature gradients are all-reduced before every optimiser step,
-/// the episode statistics are gathered, and rank 0 writes the checkpoints (with every rank's envs
-/// and replay buffer). With the ordered reduction a run equals one process with R * num_envs envs,
+/// the episode statistics are gathered, and each rank writes its envs and replay buffer to its
+/// shard of a checkpoint (rank 0 the manifest, last). With the ordered reduction a run equals one process with R * num_envs envs,
 /// R * batch_size, R * buffer_size and env_shards = R bit for bit.
 ///
 /// The iteration, evaluation, envs, replay buffer and critics come from off_policy_trainer, the

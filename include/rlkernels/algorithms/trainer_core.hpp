@@ -187,7 +187,8 @@ class trainer_core {
   }
   /// iterate()'s end: every config().parameter_check_every iterations the ranks compare their
   /// parameters' checksums; every config().checkpoint_every iterations the automatic checkpoint
-  /// (checkpoint_dir/NAME-STEP.rlkc, the newest checkpoint_keep kept; rank 0 writes it).
+  /// (checkpoint_dir/NAME-STEP.rlkc, the newest checkpoint_keep kept; in a data-parallel run each
+  /// rank writes its shard beside it and rank 0 the manifest).
   void end_iteration() {
     if (comm_->size() > 1 && config_.parameter_check_every > 0 && iteration_ % config_.parameter_check_every == 0)
       detail::check_parameters_agree(*comm_, derived().parameter_checksum(), iteration_, who_.c_str());

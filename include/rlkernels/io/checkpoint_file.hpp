@@ -132,9 +132,9 @@ public:
     return bytes;
   }
 
-  /// @brief The bytes save() would write (the same format, checksum included), in memory: what a
-  /// data-parallel trainer gathers from every rank into the checkpoint rank 0 writes.
-  /// load_from_memory() reads them back.
+  /// @brief The bytes save() would write (the same format, checksum included), in memory: each
+  /// rank's section of a data-parallel checkpoint in the single-file layout earlier versions
+  /// wrote (mpi_test assembles one). load_from_memory() reads them back.
   std::vector<std::uint8_t> save_to_memory() const {
     RLK_EXPECTS(detail::host_is_little_endian(), error,
                 "rlkernels::checkpoint::save_to_memory: checkpoints are little-endian; this host is big-endian");
