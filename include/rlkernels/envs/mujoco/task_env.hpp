@@ -246,13 +246,13 @@ struct mujoco_env : detail::task_step_info_type<Task, Scalar> {
     return step_impl(p, s, action, info);
   }
 
-  /// The task's observation of the state.
   /// @brief The task's check of its settings against its capacities (its optional `validate`);
   /// vec_env calls it at construction.
   /// @throw std::invalid_argument naming the setting and the capacities it needs
   static void validate(const Params& p) {
     if constexpr (detail::task_has_validate<Task, task_params>::value) Task::validate(static_cast<const task_params&>(p));
   }
+  /// The task's observation of the state.
   RLK_HOST_DEVICE static void observe(const Params& p, const State& s, Scalar* obs) {
     Task::observe(static_cast<const task_params&>(p), p.model, s, obs);
   }
