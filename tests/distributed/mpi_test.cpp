@@ -949,7 +949,7 @@ TEST_CASE("dqn: 2 ranks x 2 envs train CartPole-v1 as 1 process x 4 envs with en
 TEST_CASE("sac, td3, dqn: runs resumed from 2-rank checkpoints (with the ranks' replay buffers) continue bit for bit",
           "[distributed][checkpoint]") {
   check_off_policy_resume<sac<pendulum<float>, backend_t>>(sac_small(), "rlk-mpi-test-sac");
-  world->set_chunk_bytes(1021);  // the sections (replay buffers) in many chunks
+  world->set_chunk_bytes(1021);  // every message in small chunks (the shards themselves are not sent)
   check_off_policy_resume<td3<pendulum<float>, backend_t>>(td3_small(), "rlk-mpi-test-td3");
   world->set_chunk_bytes(std::size_t(1) << 30);
   check_off_policy_resume<dqn<cartpole<float>, backend_t>>(dqn_small(), "rlk-mpi-test-dqn");
