@@ -894,6 +894,39 @@ TEST_CASE("ppo: a run resumed from a 2-rank checkpoint continues bit for bit", "
   }
 }
 
+TEST_CASE("ppo: automatic data-parallel checkpoints rotate manifest and shards together; the latest resumes bit "
+          "for bit", "[distributed][ppo][checkpoint]") {
+  namespace fs = std::filesystem;
+  const std::string dir = shared_path("rlk-mpi-test-auto") + ".dir";
+  ppo_config c = cartpole_config();
+  c.checkpoint_dir = dir;
+  c.checkpoint_every = 1;
+  c.checkpoint_keep = 2;
+  ppo<cartpole<float>, backend_t> first(serial, c, {}, *world);
+  while (!first.done()) first.iterate();
+  world->barrier("trained");
+  std::string resume_from;
+  if (world->rank() == 0) {
+    const std::vector<std::string> kept = checkpoint_directory(dir, "ppo", 2).list();
+    REQUIRE(kept.size() == 2);  // iterations 3 and 4 of 4
+    std::size_t shards = 0;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir))
+      shards += e.path().filename().string().find(".rank") != std::string::npos;
+    CHECK(shards == 4);  // the kept checkpoints' shards, none of the rotated ones
+    for (const std::string& k : kept) CHECK(shard_files(k).size() == 2);
+    resume_from = kept[0];
+  }
+  resume_from = detail::broadcast_text(*world, resume_from, "checkpoint to resume");
+  ppo<cartpole<float>, backend_t> resumed(serial, c, {}, *world);
+  resumed.load_checkpoint(resume_from);
+  CHECK(resumed.iteration() == 3);
+  while (!resumed.done()) resumed.iterate();
+  CHECK(parameters(resumed) == parameters(first));
+  CHECK(resumed.envs().observations().to_host() == first.envs().observations().to_host());
+  world->barrier("checkpoint test");
+  if (world->rank() == 0) fs::remove_all(dir);
+}
+
 TEST_CASE("ppo: a rank whose parameters differ from rank 0's is reported by every rank", "[distributed][ppo]") {
   ppo_config c = cartpole_config();
   c.parameter_check_every = 1;
