@@ -29,6 +29,14 @@
 // MuJoCo (host variants, when CMake found MuJoCo and Gymnasium's XML files: RLK_BENCH_MUJOCO,
 // RLK_GYMNASIUM_ASSETS; without them those rows are left out). Built once per backend by
 // rlk_add_variants; benchmarks/compare.py runs it beside Gymnasium and EnvPool.
+// The serial variant also steps the envs whose capacities were measured (Hopper, Walker2d,
+// HalfCheetah, Ant, Humanoid, HumanoidStandup) at their full capacities,
+// rlkernels::full_capacity_t<Env>: BM_vec_env_step/<id>.full_capacity/serial/<N> and
+// <id>.full_capacity:double, beside the default rows (same N, actions and seeds; docs/physics.md
+// compares the two). Every vec_env row carries its env's bytes per env as counters: state_bytes
+// (the State), workspace_bytes (physics::data) and solver_bytes (Newton's context; PGS: its
+// matrix AR and Y), and capacity_overflows (the batch's steps that needed more contacts or rows,
+// since the fixture was built).
 #include <rlkernels/core/memory.hpp>
 #include <rlkernels/core/random.hpp>
 #include <rlkernels/envs/vec_env.hpp>
@@ -40,8 +48,10 @@
 
 #include <rlkernels/envs/mujoco/half_cheetah.hpp>
 #include <rlkernels/envs/mujoco/ant.hpp>
+#include <rlkernels/envs/mujoco/full_capacity.hpp>
 #include <rlkernels/envs/mujoco/hopper.hpp>
 #include <rlkernels/envs/mujoco/humanoid.hpp>
+#include <rlkernels/envs/mujoco/humanoid_standup.hpp>
 #include <rlkernels/envs/mujoco/inverted_double_pendulum.hpp>
 #include <rlkernels/envs/mujoco/inverted_pendulum.hpp>
 #include <rlkernels/envs/mujoco/pusher.hpp>
@@ -129,6 +139,27 @@ void set_counters(benchmark::State& state, std::int64_t n, int frame_skip, const
 
 // ---- rlkernels vec_env ------------------------------------------------------------------------
 
+/// Bytes per env of Env's physics, as counters: its State (global memory, one per env), the
+/// workspace of a forward pass (physics::data, without the rows' stored terms) and the solver's
+/// context (Newton's; PGS: its matrix AR plus Y, nefc x nv), the last two on the stepping thread's
+/// stack. docs/physics.md's table "Bytes per env" gives the same figures.
+template <class Env>
+void set_memory_counters(benchmark::State& state) {
+  using S = typename Env::scalar_type;
+  using dims = typename Env::dims;
+  using data = rlk::physics::data<S, dims>;
+  double solver = 0;
+  if constexpr (rlk::physics::dims_pgs<dims>) {
+    solver = double(sizeof(rlk::physics::detail::pgs_context<S, dims>) +
+                    sizeof(S) * std::size_t(data::nefc_) * std::size_t(dims::nv));
+  } else {
+    solver = double(sizeof(rlk::physics::detail::newton_context<S, dims>));
+  }
+  state.counters["state_bytes"] = double(sizeof(typename Env::State));
+  state.counters["workspace_bytes"] = double(sizeof(data));
+  state.counters["solver_bytes"] = solver;
+}
+
 /// The backend of our rows: on OpenMP with serial_below = 0, as openmp_backend's documentation
 /// advises for heavy elements (a physics env step is tens of microseconds; the default, 1024, would
 /// step batches under 1024 envs on one thread), so that every batch runs in parallel like MuJoCo's.
@@ -178,6 +209,10 @@ void BM_vec_env(benchmark::State& state, int frame_skip) {
     benchmark::ClobberMemory();
   }
   set_counters(state, std::int64_t(n), frame_skip, f.envs.get_episode_statistics());
+  set_memory_counters<Env>(state);
+  // steps that ran out of contacts or rows (each ended its episode): 0 where the default capacity
+  // rows did the full capacity rows' work
+  state.counters["capacity_overflows"] = double(rlk::capacity_overflows(f.envs));
 }
 
 template <class Env>
@@ -577,6 +612,30 @@ void add_rlk_rows(const char* id, int frame_skip, std::int64_t n) {
   add_vec_env_rows<DoubleEnv>(std::string(id) + ":double", frame_skip, n);
 }
 
+/// The checked step alone, BM_vec_env_step/<id>/<backend>/<N> (the rows compared by capacity).
+template <class Env>
+void add_step_row(const std::string& id, int frame_skip, std::int64_t n) {
+  const std::string backend = rlk::backend_name(bench_backend{});
+  benchmark::RegisterBenchmark(("BM_vec_env_step/" + id + "/" + backend).c_str(), &BM_vec_env<Env, true>, frame_skip)
+      ->Arg(n)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->MinTime(rlk_bench::min_time_or(min_time_s));
+}
+
+/// The checked step of full_capacity_t<Env> in float and double, <id>.full_capacity[:double], to
+/// set beside the default rows of the same id, N, actions and seed. The serial variant only (the
+/// per-env cost is the same on OpenMP's threads, and each row is one more env type to compile);
+/// compare.py's filters (<id>/ and <id>:double/) leave these rows out.
+template <class FloatEnv, class DoubleEnv>
+void add_full_capacity_rows([[maybe_unused]] const char* id, [[maybe_unused]] int frame_skip,
+                            [[maybe_unused]] std::int64_t n) {
+#if defined(RLK_BACKEND_SERIAL)
+  add_step_row<rlk::full_capacity_t<FloatEnv>>(std::string(id) + ".full_capacity", frame_skip, n);
+  add_step_row<rlk::full_capacity_t<DoubleEnv>>(std::string(id) + ".full_capacity:double", frame_skip, n);
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -587,6 +646,7 @@ int main(int argc, char** argv) {
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<hopper_spec>(n);
 #endif
+    add_full_capacity_rows<rlk::hopper<float>, rlk::hopper<double>>("Hopper-v5", 4, n);
   }
   // The generic env: Hopper-v5 and Swimmer-v5 written as tasks of mujoco_env<Task>
   // in their minimal form (tests/envs/gymnasium_tasks.hpp: no step info; the same bits as the bundled
@@ -603,25 +663,38 @@ int main(int argc, char** argv) {
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<walker2d_spec>(n);
 #endif
+    add_full_capacity_rows<rlk::walker2d<float>, rlk::walker2d<double>>("Walker2d-v5", 4, n);
   }
   for (const std::int64_t n : sizes) {
     add_rlk_rows<rlk::half_cheetah<float>, rlk::half_cheetah<double>>("HalfCheetah-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<half_cheetah_spec>(n);
 #endif
+    add_full_capacity_rows<rlk::half_cheetah<float>, rlk::half_cheetah<double>>("HalfCheetah-v5", 5, n);
   }
   for (const std::int64_t n : sizes) {
     add_rlk_rows<rlk::ant<float>, rlk::ant<double>>("Ant-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<ant_spec>(n);
 #endif
+    add_full_capacity_rows<rlk::ant<float>, rlk::ant<double>>("Ant-v5", 5, n);
   }
   for (const std::int64_t n : sizes) {
     add_rlk_rows<rlk::humanoid<float>, rlk::humanoid<double>>("Humanoid-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
     add_mj_row<humanoid_spec>(n);
 #endif
+    add_full_capacity_rows<rlk::humanoid<float>, rlk::humanoid<double>>("Humanoid-v5", 5, n);
   }
+  // HumanoidStandup-v5 (Humanoid's step with another reward, capacities 24 / 80; no mj_step row):
+  // its checked step at the default and the full capacities, in the serial variant.
+#if defined(RLK_BACKEND_SERIAL)
+  for (const std::int64_t n : sizes) {
+    add_step_row<rlk::humanoid_standup<float>>("HumanoidStandup-v5", 5, n);
+    add_step_row<rlk::humanoid_standup<double>>("HumanoidStandup-v5:double", 5, n);
+    add_full_capacity_rows<rlk::humanoid_standup<float>, rlk::humanoid_standup<double>>("HumanoidStandup-v5", 5, n);
+  }
+#endif
   for (const std::int64_t n : sizes) {
     add_rlk_rows<rlk::pusher<float>, rlk::pusher<double>>("Pusher-v5", 5, n);
 #if RLK_BENCH_HAVE_MJ
