@@ -34,6 +34,7 @@ struct named_parameters {
   const char* what;  // e.g. "actor parameters"
 };
 
+/// Whether an iteration record keeps its failed steps as `failures` (else as `step.failures`).
 template <class Record, class = void>
 struct has_failures_member : std::false_type {};
 template <class Record>
@@ -65,9 +66,8 @@ Record gather_iteration_records(communicator& comm, const Record& mine, const ch
   Record d = all.back();
   clear_bad(d);
   failed_step_counts failures;
-  for (const Record& x : all) failures = failures + failures_of(const_cast<Record&>(x));
-  failures_of(d) = failures;
   for (Record x : all) {
+    failures = failures + failures_of(x);
     const auto out = outcome(x);
     episodes.push_back(out.first);
     flags.push_back(out.second);
@@ -76,6 +76,7 @@ Record gather_iteration_records(communicator& comm, const Record& mine, const ch
   Record own = mine;
   const unsigned long long own_flag = outcome(own).second;
   raise_if_other_rank_flagged(comm, own_flag, flags, who);
+  failures_of(d) = failures;
   auto out = outcome(d);
   out.second = own_flag;
   out.first = merge_episodes(episodes);

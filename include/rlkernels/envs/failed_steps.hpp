@@ -28,7 +28,7 @@ struct failed_step_counts {
   std::uint64_t unstable_steps = 0;
   /// Both together.
   RLK_HOST_DEVICE std::uint64_t total() const noexcept { return capacity_overflows + unstable_steps; }
-  /// Counts added (saturating at 2^64 - 1 is not needed: each term is a 32-bit per-env count).
+  /// Both counts added (sums of 32-bit per-env counters: no 64-bit overflow).
   RLK_HOST_DEVICE failed_step_counts operator+(const failed_step_counts& o) const noexcept {
     return {capacity_overflows + o.capacity_overflows, unstable_steps + o.unstable_steps};
   }
